@@ -1,0 +1,39 @@
+//! CompositeController sync and finalize (contract §5).
+
+use super::ObjectMap;
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
+
+/// The body Metacontroller POSTs to a composite `sync` or `finalize` hook.
+#[derive(Debug, Deserialize)]
+pub struct CompositeRequest<Parent, Child = IgnoredAny, Related = IgnoredAny> {
+    /// The CompositeController itself; no hook reads it (names come from the objects, so both
+    /// hook versions work without looking at `spec.hooks.*.version`).
+    #[serde(default)]
+    pub controller: IgnoredAny,
+    pub parent: Parent,
+    /// Children this parent owns, keyed by `<Kind>.<apiVersion>`.
+    #[serde(default)]
+    pub children: ObjectMap<Child>,
+    /// Objects selected by the customize hook.
+    #[serde(default)]
+    pub related: ObjectMap<Related>,
+    /// `true` when Metacontroller calls the finalize hook.
+    #[serde(default)]
+    pub finalizing: bool,
+}
+
+/// The answer to a composite hook. `children` is the complete desired set: an omitted child is
+/// deleted, so every hook returns every child it means to keep.
+#[derive(Debug, Serialize)]
+pub struct CompositeResponse<Status, Child> {
+    /// Replaces the parent's whole `.status` (null would wipe it, so it is always an object).
+    pub status: Status,
+    pub children: Vec<Child>,
+    /// One extra sync after this many seconds; an integer so it never decodes as a float.
+    #[serde(rename = "resyncAfterSeconds", skip_serializing_if = "Option::is_none")]
+    pub resync_after_seconds: Option<u64>,
+    /// Finalize only: the controller finalizer may go.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finalized: Option<bool>,
+}

@@ -1,0 +1,38 @@
+//! DecoratorController sync and finalize (contract §7).
+
+use super::ObjectMap;
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The body Metacontroller POSTs to a decorator `sync` or `finalize` hook: the target is
+/// `object`, its children are `attachments`.
+#[derive(Debug, Deserialize)]
+pub struct DecoratorRequest<Target, Attachment = IgnoredAny, Related = IgnoredAny> {
+    #[serde(default)]
+    pub controller: IgnoredAny,
+    pub object: Target,
+    #[serde(default)]
+    pub attachments: ObjectMap<Attachment>,
+    #[serde(default)]
+    pub related: ObjectMap<Related>,
+    #[serde(default)]
+    pub finalizing: bool,
+}
+
+/// The answer to a decorator hook. Labels and annotations merge (a `None` value deletes the key);
+/// an absent `status` leaves the target's status as it is; `attachments` is the complete set.
+#[derive(Debug, Serialize)]
+pub struct DecoratorResponse<Status, Attachment> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, Option<String>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, Option<String>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    pub attachments: Vec<Attachment>,
+    #[serde(rename = "resyncAfterSeconds", skip_serializing_if = "Option::is_none")]
+    pub resync_after_seconds: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finalized: Option<bool>,
+}

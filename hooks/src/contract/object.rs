@@ -1,0 +1,148 @@
+//! The parts of a Kubernetes object the hooks read. Fields a hook interprets leniently (a spec
+//! value that may have the wrong type and must be reported, not rejected) use [`Lenient`].
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// An object with a typed `spec` and `status`; everything else (managedFields, ...) is skipped.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Object<Spec = IgnoredAny, Status = IgnoredAny> {
+    #[serde(default)]
+    pub api_version: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: Spec,
+    #[serde(default)]
+    pub status: Status,
+}
+
+/// `metadata` as the hooks read it. Absent and `null` maps are empty.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectMeta {
+    #[serde(default)]
+    pub name: String,
+    /// Absent for cluster-scoped objects; hooks treat an absent namespace as the parent's.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub uid: Option<String>,
+    /// Bumped by the API server on every spec change.
+    #[serde(default)]
+    pub generation: Option<i64>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub annotations: BTreeMap<String, String>,
+    /// RFC 3339; kept as text because a hook must report, not reject, one it cannot parse.
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub creation_timestamp: Option<String>,
+    /// Set while the object is being deleted.
+    #[serde(default)]
+    pub deletion_timestamp: Option<IgnoredAny>,
+}
+
+impl ObjectMeta {
+    /// The object's namespace, or `default_ns` when it has none.
+    pub fn namespace_or<'a>(&'a self, default_ns: &'a str) -> &'a str {
+        match self.namespace.as_deref() {
+            Some(ns) if !ns.is_empty() => ns,
+            _ => default_ns,
+        }
+    }
+
+    pub fn is_terminating(&self) -> bool {
+        self.deletion_timestamp.is_some()
+    }
+}
+
+/// Deserializes `null` as the type's default.
+pub fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// A value that should be a string but may be anything: `Str` when it is one, `Other` when it is
+/// present with another JSON type, `Absent` when it is missing or null.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Lenient {
+    #[default]
+    Absent,
+    Str(String),
+    Other,
+}
+
+impl Lenient {
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Lenient::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Lenient {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(LenientVisitor)
+    }
+}
+
+/// For `Option<String>` fields that must not fail on another JSON type: anything but a string is
+/// `None`.
+pub fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Lenient::deserialize(d)? {
+        Lenient::Str(s) => Some(s),
+        _ => None,
+    })
+}
+
+struct LenientVisitor;
+
+impl<'de> Visitor<'de> for LenientVisitor {
+    type Value = Lenient;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Lenient, E> {
+        Ok(Lenient::Str(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Lenient, E> {
+        Ok(Lenient::Str(v))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Lenient, E> {
+        Ok(Lenient::Absent)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Lenient, E> {
+        Ok(Lenient::Absent)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Lenient, E> {
+        Ok(Lenient::Other)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Lenient, E> {
+        Ok(Lenient::Other)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Lenient, E> {
+        Ok(Lenient::Other)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Lenient, E> {
+        Ok(Lenient::Other)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Lenient, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Lenient::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Lenient, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Lenient::Other)
+    }
+}

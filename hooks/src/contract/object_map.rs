@@ -1,0 +1,96 @@
+//! The two-level object maps of the contract: `{"<Kind>.<apiVersion>": {"<key>": object}}`.
+//! The inner keys differ between hook versions (v1 `name` or `ns/name`, v2 `ns/name`), so they are
+//! dropped on decode: names and namespaces are read from the objects themselves.
+
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+
+#[derive(Debug, Clone)]
+pub struct ObjectMap<T> {
+    groups: BTreeMap<String, Vec<T>>,
+}
+
+impl<T> Default for ObjectMap<T> {
+    fn default() -> Self {
+        ObjectMap {
+            groups: BTreeMap::new(),
+        }
+    }
+}
+
+impl<T> ObjectMap<T> {
+    /// The objects of one type key such as `Pod.v1` or `KeptnApp.lifecycle.keptn.sh/v1`, in the
+    /// order of the request; empty when the key is absent.
+    pub fn get(&self, type_key: &str) -> &[T] {
+        self.groups.get(type_key).map_or(&[], Vec::as_slice)
+    }
+
+    /// Takes the objects of one type key out of the map.
+    pub fn take(&mut self, type_key: &str) -> Vec<T> {
+        self.groups.remove(type_key).unwrap_or_default()
+    }
+
+    /// Type keys present in the request, sorted.
+    pub fn type_keys(&self) -> impl Iterator<Item = &str> {
+        self.groups.keys().map(String::as_str)
+    }
+
+    pub fn len(&self) -> usize {
+        self.groups.values().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectMap<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let groups: Option<BTreeMap<String, Objects<T>>> = Option::deserialize(d)?;
+        Ok(ObjectMap {
+            groups: groups
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.0))
+                .collect(),
+        })
+    }
+}
+
+/// One inner map, keys dropped, values kept in request order; `null` is empty.
+struct Objects<T>(Vec<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Objects<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_option(ObjectsVisitor(PhantomData))
+    }
+}
+
+struct ObjectsVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectsVisitor<T> {
+    type Value = Objects<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map from object key to object")
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Objects(Vec::new()))
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Objects(Vec::new()))
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
+        while let Some(IgnoredAny) = map.next_key()? {
+            out.push(map.next_value()?);
+        }
+        Ok(Objects(out))
+    }
+}

@@ -1,0 +1,25 @@
+//! The one error a hook can return: the request could not be decoded into the contract's shape.
+//! Everything else a hook cannot honour is written into the parent's status with a 200.
+
+use std::fmt;
+
+/// A request that is not JSON or does not have the contract's shape. The server answers it with
+/// 400 and `{"error": message, "path": path}`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct RequestError {
+    /// What was wrong, in serde's words (`invalid type: string "x", expected u64`).
+    pub message: String,
+    /// Where in the request, as a dotted path from the root (`parent.metadata.name`); `.` is the
+    /// document itself.
+    pub path: String,
+}
+
+impl RequestError {
+    pub fn new(path: impl fmt::Display, message: impl fmt::Display) -> Self {
+        RequestError {
+            message: message.to_string(),
+            path: path.to_string(),
+        }
+    }
+}

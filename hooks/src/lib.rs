@@ -1,0 +1,12 @@
+//! Pure hook logic of metahooks: the Metacontroller and AdmissionReview wire types, the three
+//! controllers and the registry of hooks the server mounts. Nothing here does I/O, reads a clock
+//! or draws randomness of its own: `now` and the random source come in through [`HookContext`].
+#![forbid(unsafe_code)]
+
+pub mod contract;
+pub mod error;
+pub mod meta;
+pub mod registry;
+
+pub use error::RequestError;
+pub use registry::{Hook, HookContext, HookKind, HookOutput, Subject, HOOKS};

@@ -1,0 +1,176 @@
+//! Kubernetes conventions shared by the controllers: conditions, timestamps, DNS names, hashes.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use time::format_description::well_known::Rfc3339;
+use time::macros::format_description;
+use time::{OffsetDateTime, UtcOffset};
+
+/// A metav1.Condition, in the field order the API server uses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True` or `False`.
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    pub last_transition_time: String,
+    pub reason: String,
+    pub message: String,
+}
+
+/// The conditions of a previous status, read leniently: anything that is not a list of objects
+/// with string `type`, `status` and `lastTransitionTime` is simply not there.
+#[derive(Debug, Clone, Default)]
+pub struct PreviousConditions(Vec<(String, String, String)>);
+
+impl<'de> Deserialize<'de> for PreviousConditions {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        let list = value.as_array().map(Vec::as_slice).unwrap_or(&[]);
+        let text = |c: &Value, k: &str| c.get(k).and_then(Value::as_str).map(str::to_owned);
+        Ok(PreviousConditions(
+            list.iter()
+                .filter_map(|c| {
+                    Some((
+                        text(c, "type")?,
+                        text(c, "status")?,
+                        text(c, "lastTransitionTime").unwrap_or_default(),
+                    ))
+                })
+                .collect(),
+        ))
+    }
+}
+
+impl PreviousConditions {
+    /// Builds a condition, keeping the previous `lastTransitionTime` of the same type while its
+    /// status is unchanged (so that a resync writes the same status), else stamping `now`.
+    pub fn condition(
+        &self,
+        type_: &str,
+        status: bool,
+        reason: &str,
+        message: impl Into<String>,
+        observed_generation: Option<i64>,
+        now: OffsetDateTime,
+    ) -> Condition {
+        let status = if status { "True" } else { "False" };
+        let last_transition_time = self
+            .0
+            .iter()
+            .find(|(t, s, ltt)| t == type_ && s == status && !ltt.is_empty())
+            .map_or_else(|| rfc3339(now), |(_, _, ltt)| ltt.clone());
+        Condition {
+            type_: type_.to_owned(),
+            status: status.to_owned(),
+            observed_generation,
+            last_transition_time,
+            reason: reason.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// The `lastTransitionTime` of the previous condition of this type with this status.
+    pub fn transition_time(&self, type_: &str, status: bool) -> Option<&str> {
+        let status = if status { "True" } else { "False" };
+        self.0
+            .iter()
+            .find(|(t, s, _)| t == type_ && s == status)
+            .map(|(_, _, ltt)| ltt.as_str())
+    }
+}
+
+/// RFC 3339 in UTC with whole seconds and `Z`, as Kubernetes writes timestamps.
+pub fn rfc3339(t: OffsetDateTime) -> String {
+    let fmt = format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+    t.to_offset(UtcOffset::UTC)
+        .format(&fmt)
+        .unwrap_or_else(|_| String::from("1970-01-01T00:00:00Z"))
+}
+
+/// Parses an RFC 3339 timestamp (fractions and offsets allowed).
+pub fn parse_rfc3339(s: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(s, &Rfc3339).ok()
+}
+
+/// Lower-case hex SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    out
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// A DNS-1123 label: lowercase alphanumerics and `-`, 1 to 63 characters, alphanumeric at both ends.
+pub fn is_dns1123_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter().all(|c| alnum(c) || *c == b'-')
+        && b.first().is_some_and(alnum)
+        && b.last().is_some_and(alnum)
+}
+
+/// A DNS-1123 subdomain: dot-separated labels, at most 253 characters.
+pub fn is_dns1123_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    #[test]
+    fn condition_keeps_transition_time_while_status_is_unchanged() {
+        let prev: PreviousConditions = serde_json::from_value(serde_json::json!([
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        ]))
+        .unwrap();
+        let now = datetime!(2026-02-02 10:00:00.5 UTC);
+        let same = prev.condition("Ready", true, "Synced", "", Some(3), now);
+        assert_eq!(same.last_transition_time, "2026-01-01T00:00:00Z");
+        let flipped = prev.condition("Ready", false, "InvalidSpec", "x", Some(3), now);
+        assert_eq!(flipped.last_transition_time, "2026-02-02T10:00:00Z");
+    }
+
+    #[test]
+    fn previous_conditions_tolerate_garbage() {
+        let prev: PreviousConditions = serde_json::from_str(r#""not a list""#).unwrap();
+        assert!(prev.transition_time("Ready", true).is_none());
+        let prev: PreviousConditions = serde_json::from_str(r#"[1, {"type": 2}]"#).unwrap();
+        assert!(prev.transition_time("Ready", true).is_none());
+    }
+
+    #[test]
+    fn sha256_of_empty_string() {
+        assert!(sha256_hex(b"").starts_with("e3b0c44298fc1c14"));
+    }
+
+    #[test]
+    fn dns_names() {
+        assert!(is_dns1123_label("a-1"));
+        assert!(!is_dns1123_label("-a"));
+        assert!(!is_dns1123_label("A"));
+        assert!(!is_dns1123_label(&"a".repeat(64)));
+        assert!(is_dns1123_subdomain("my.app-1"));
+        assert!(!is_dns1123_subdomain("my..app"));
+    }
+
+    #[test]
+    fn timestamps_round_trip() {
+        let t = parse_rfc3339("2026-03-04T05:06:07.123+01:00").unwrap();
+        assert_eq!(rfc3339(t), "2026-03-04T04:06:07Z");
+        assert!(parse_rfc3339("yesterday").is_none());
+    }
+}

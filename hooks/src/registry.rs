@@ -1,0 +1,108 @@
+//! The one table of hooks. The server mounts each at `/<id>`, `metahooks run <id>` calls the same
+//! function, metrics and logs label requests with the id, and the manifests are checked against it.
+//! Adding a hook is one line here plus its module.
+
+use crate::contract::{encode, ObjectMeta};
+use crate::RequestError;
+use rand_core::CryptoRngCore;
+use serde::Serialize;
+use time::OffsetDateTime;
+
+/// What a hook may use besides its request: the time and, for key generation, randomness.
+pub struct HookContext<'a> {
+    pub now: OffsetDateTime,
+    pub rng: &'a mut dyn CryptoRngCore,
+}
+
+/// What a hook answers: the encoded response and what the request was about, for logs.
+#[derive(Debug)]
+pub struct HookOutput {
+    pub body: Vec<u8>,
+    pub subject: Subject,
+}
+
+impl HookOutput {
+    pub fn json<T: Serialize>(subject: Subject, response: &T) -> Result<Self, RequestError> {
+        Ok(HookOutput {
+            body: encode(response)?,
+            subject,
+        })
+    }
+}
+
+/// The object a request is about: the parent or target of a Metacontroller hook, or the object
+/// under admission (then `uid` is the admission request uid).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Subject {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+}
+
+impl Subject {
+    pub fn object(kind: &str, meta: &ObjectMeta) -> Self {
+        Subject {
+            kind: kind.to_owned(),
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone(),
+            uid: String::new(),
+        }
+    }
+}
+
+/// The contract a hook implements; decides the body limit and how the route is documented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookKind {
+    CompositeSync,
+    CompositeFinalize,
+    DecoratorSync,
+    Customize,
+    ValidatingAdmission,
+    MutatingAdmission,
+}
+
+impl HookKind {
+    /// Admission hooks are called by the API server, the others by Metacontroller.
+    pub fn is_admission(self) -> bool {
+        matches!(
+            self,
+            HookKind::ValidatingAdmission | HookKind::MutatingAdmission
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookKind::CompositeSync => "CompositeController sync",
+            HookKind::CompositeFinalize => "CompositeController finalize",
+            HookKind::DecoratorSync => "DecoratorController sync",
+            HookKind::Customize => "customize",
+            HookKind::ValidatingAdmission => "validating admission",
+            HookKind::MutatingAdmission => "mutating admission",
+        }
+    }
+}
+
+pub type HookFn = fn(&[u8], &mut HookContext) -> Result<HookOutput, RequestError>;
+
+pub struct Hook {
+    /// `<controller>/<hook>`, kebab-case; the route is `/<id>`.
+    pub id: &'static str,
+    pub kind: HookKind,
+    pub summary: &'static str,
+    pub run: HookFn,
+}
+
+impl Hook {
+    pub fn route(&self) -> String {
+        format!("/{}", self.id)
+    }
+}
+
+/// Every hook metahooks serves.
+pub const HOOKS: &[Hook] = &[];
+
+/// The hook with this id (`delete-graph/sync`), if any.
+pub fn find(id: &str) -> Option<&'static Hook> {
+    HOOKS.iter().find(|h| h.id == id)
+}

@@ -1,0 +1,126 @@
+//! Settings of `metahooks serve`: every flag has a `METAHOOKS_*` environment variable.
+
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeConfig {
+    /// Plain HTTP listener for the Metacontroller hooks and the admin endpoints.
+    #[arg(long, env = "METAHOOKS_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// HTTPS listener (admission webhooks); started with --tls-cert/--tls-key or --tls-self-signed.
+    #[arg(long, env = "METAHOOKS_TLS_LISTEN", default_value = "127.0.0.1:8443")]
+    pub tls_listen: SocketAddr,
+
+    /// PEM certificate chain of the HTTPS listener; re-read when the file changes.
+    #[arg(long, env = "METAHOOKS_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key of the HTTPS listener; re-read when the file changes.
+    #[arg(long, env = "METAHOOKS_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Serve HTTPS with a self-signed certificate made at start.
+    #[arg(long, env = "METAHOOKS_TLS_SELF_SIGNED", conflicts_with = "tls_cert")]
+    pub tls_self_signed: bool,
+
+    /// DNS names (or IPs) of the self-signed certificate.
+    #[arg(
+        long,
+        env = "METAHOOKS_TLS_DNS_NAMES",
+        value_delimiter = ',',
+        default_value = "localhost,127.0.0.1,::1"
+    )]
+    pub tls_dns_names: Vec<String>,
+
+    /// Largest request body of a Metacontroller hook (sync, finalize, customize).
+    #[arg(long, env = "METAHOOKS_HOOK_BODY_LIMIT", default_value = "32MiB", value_parser = parse_size)]
+    pub hook_body_limit: usize,
+
+    /// Largest request body of an admission hook.
+    #[arg(long, env = "METAHOOKS_ADMISSION_BODY_LIMIT", default_value = "8MiB", value_parser = parse_size)]
+    pub admission_body_limit: usize,
+
+    /// Time to read a request and answer it; below Metacontroller's 10 s default so the caller
+    /// sees our 503 rather than its own timeout.
+    #[arg(long, env = "METAHOOKS_REQUEST_TIMEOUT", default_value = "8s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// Time a client has to send the request headers.
+    #[arg(long, env = "METAHOOKS_HEADER_READ_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+
+    /// Hook requests handled at once; more are answered 429 with Retry-After.
+    #[arg(long, env = "METAHOOKS_MAX_IN_FLIGHT", default_value_t = 256)]
+    pub max_in_flight: usize,
+
+    /// Seconds sent in Retry-After with a 429.
+    #[arg(long, env = "METAHOOKS_RETRY_AFTER", default_value_t = 1)]
+    pub retry_after_seconds: u32,
+
+    /// After the first SIGTERM/SIGINT, time given to in-flight requests before exiting.
+    #[arg(long, env = "METAHOOKS_DRAIN_TIMEOUT", default_value = "25s", value_parser = parse_duration)]
+    pub drain_timeout: Duration,
+}
+
+impl ServeConfig {
+    pub fn tls_enabled(&self) -> bool {
+        self.tls_self_signed || self.tls_cert.is_some()
+    }
+}
+
+/// `8MiB`, `512KiB`, `1000` (bytes), `10MB`.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size such as 32MiB"))?;
+    let mult = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "KB" | "kB" => 1000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        other => return Err(format!("unknown size unit '{other}' (B, KiB, MiB, GiB, KB, MB, GB)")),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// `250ms`, `8s`, `2m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration such as 8s"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "s" | "" => Ok(Duration::from_secs(n)),
+        "m" => Ok(Duration::from_secs(n * 60)),
+        other => Err(format!("unknown duration unit '{other}' (ms, s, m)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_durations() {
+        assert_eq!(parse_size("32MiB"), Ok(32 << 20));
+        assert_eq!(parse_size("100"), Ok(100));
+        assert!(parse_size("3 parsecs").is_err());
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("soon").is_err());
+    }
+}

@@ -1,0 +1,96 @@
+//! The one error type of the server and how each becomes an HTTP response. Every error body is
+//! JSON `{"error": ..., "path": ...}` (path only for undecodable requests); nothing is a 500.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use metahooks_hooks::RequestError;
+use serde::Serialize;
+
+#[derive(Debug)]
+pub enum ApiError {
+    /// 400: not JSON, or not the contract's shape.
+    BadRequest(RequestError),
+    /// 413: the body is over the route's limit.
+    TooLarge { limit: usize },
+    /// 415: Content-Type is not JSON.
+    UnsupportedMediaType(String),
+    /// 429: too many requests in flight.
+    Overloaded { retry_after_seconds: u32 },
+    /// 503: the request took longer than the request timeout.
+    Timeout,
+    /// 400: the body could not be read (client went away mid-body, bad chunking).
+    BodyRead(String),
+    /// 404.
+    NotFound,
+    /// 405.
+    MethodNotAllowed,
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<&'a str>,
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) | ApiError::BodyRead(_) => StatusCode::BAD_REQUEST,
+            ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Overloaded { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Timeout => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        }
+    }
+
+    pub fn message(&self) -> String {
+        match self {
+            ApiError::BadRequest(e) => e.message.clone(),
+            ApiError::BodyRead(e) => format!("request body could not be read: {e}"),
+            ApiError::TooLarge { limit } => {
+                format!("request body is larger than the limit of {limit} bytes")
+            }
+            ApiError::UnsupportedMediaType(ct) => {
+                format!("Content-Type must be application/json, got '{ct}'")
+            }
+            ApiError::Overloaded { .. } => "too many requests in flight; retry later".into(),
+            ApiError::Timeout => "the request took longer than the request timeout".into(),
+            ApiError::NotFound => "no such route; `metahooks list` shows the hooks".into(),
+            ApiError::MethodNotAllowed => "hooks take POST with a JSON body".into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let message = self.message();
+        let path = match &self {
+            ApiError::BadRequest(e) => Some(e.path.as_str()),
+            _ => None,
+        };
+        let body = serde_json::to_vec(&ErrorBody {
+            error: &message,
+            path,
+        })
+        .unwrap_or_else(|_| b"{\"error\":\"error\"}".to_vec());
+        let mut response = (self.status(), body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let ApiError::Overloaded {
+            retry_after_seconds,
+        } = self
+        {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_seconds));
+        }
+        if let ApiError::Timeout = self {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}

@@ -1,0 +1,13 @@
+//! The metahooks server: HTTP/HTTPS listeners, the router over the hook registry, TLS, metrics.
+//! The hooks themselves live in the `metahooks-hooks` crate.
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod error;
+pub mod routes;
+pub mod server;
+pub mod telemetry;
+pub mod tls;
+
+pub use routes::{router, AppState, Limits};
+pub use server::{start, RunningServer};

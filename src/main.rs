@@ -1,0 +1,167 @@
+//! `metahooks`: serve the hooks, run one hook on a file, list the hooks, make webhook certificates.
+#![forbid(unsafe_code)]
+
+use anyhow::{anyhow, bail, Context, Result};
+use base64::Engine;
+use clap::{Parser, Subcommand};
+use metahooks::config::ServeConfig;
+use metahooks::telemetry::{init_logging, LogFormat};
+use metahooks_hooks::{registry, HookContext, HOOKS};
+use std::io::Read;
+use std::path::PathBuf;
+
+/// Metacontroller hooks for Keptn app discovery, OSM root certificate rotation and Ankaios-style
+/// workload dependencies.
+#[derive(Parser, Debug)]
+#[command(name = "metahooks", version, about)]
+struct Cli {
+    /// Log format.
+    #[arg(long, env = "METAHOOKS_LOG_FORMAT", value_enum, default_value = "json", global = true)]
+    log_format: LogFormat,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve every hook over HTTP (and HTTPS for admission).
+    Serve(Box<ServeConfig>),
+    /// Run one hook on a request read from FILE (or stdin) and print the response.
+    Run {
+        /// Hook id, `<controller>/<hook>` as `metahooks list` prints it.
+        hook: String,
+        /// Request JSON; `-` or absent reads stdin.
+        file: Option<PathBuf>,
+    },
+    /// Print the hook table: id, route, kind.
+    List,
+    /// Write a CA and a serving certificate for the webhook Service; print the caBundle.
+    Certs {
+        /// Name of the webhook Service.
+        #[arg(long, default_value = "metahooks")]
+        service: String,
+        /// Namespace of the webhook Service.
+        #[arg(long, default_value = "metahooks-system")]
+        namespace: String,
+        /// Directory for ca.crt, tls.crt and tls.key.
+        #[arg(long)]
+        out: PathBuf,
+        /// Validity in days.
+        #[arg(long, default_value_t = 365)]
+        days: u32,
+    },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(config) => {
+            init_logging(cli.log_format);
+            serve(*config)
+        }
+        Command::Run { hook, file } => run_hook(&hook, file),
+        Command::List => {
+            println!("{:<34} {:<36} KIND", "ID", "ROUTE");
+            for hook in HOOKS {
+                println!("{:<34} {:<36} {}", hook.id, hook.route(), hook.kind.as_str());
+            }
+            Ok(())
+        }
+        Command::Certs {
+            service,
+            namespace,
+            out,
+            days,
+        } => certs(&service, &namespace, &out, days),
+    }
+}
+
+fn serve(config: ServeConfig) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async move {
+        let server = metahooks::start(&config).await?;
+        wait_for_signal().await;
+        tracing::info!("shutdown requested; a second signal exits at once");
+        server.shutdown();
+        tokio::spawn(async {
+            wait_for_signal().await;
+            tracing::warn!("second signal: exiting without draining");
+            std::process::exit(1);
+        });
+        server.wait().await
+    })
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+fn run_hook(id: &str, file: Option<PathBuf>) -> Result<()> {
+    let hook = registry::find(id)
+        .ok_or_else(|| anyhow!("unknown hook '{id}'; `metahooks list` shows the hooks"))?;
+    let body = match file {
+        Some(path) if path.as_os_str() != "-" => {
+            std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?
+        }
+        _ => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut buf)
+                .context("reading stdin")?;
+            buf
+        }
+    };
+    let mut rng = rand_core::OsRng;
+    let mut ctx = HookContext {
+        now: time::OffsetDateTime::now_utc(),
+        rng: &mut rng,
+    };
+    match (hook.run)(&body, &mut ctx) {
+        Ok(output) => {
+            println!("{}", String::from_utf8_lossy(&output.body));
+            Ok(())
+        }
+        Err(e) => bail!("bad request at {}: {}", e.path, e.message),
+    }
+}
+
+fn certs(service: &str, namespace: &str, out: &std::path::Path, days: u32) -> Result<()> {
+    let certs = metahooks::tls::webhook_certs(service, namespace, days)?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let write = |name: &str, content: &str| {
+        let path = out.join(name);
+        std::fs::write(&path, content).with_context(|| format!("writing {}", path.display()))
+    };
+    write("ca.crt", &certs.ca_pem)?;
+    write("tls.crt", &certs.cert_pem)?;
+    write("tls.key", &certs.key_pem)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(out.join("tls.key"), std::fs::Permissions::from_mode(0o600))?;
+    }
+    eprintln!(
+        "wrote ca.crt, tls.crt, tls.key to {} for {service}.{namespace}.svc; caBundle:",
+        out.display()
+    );
+    println!(
+        "{}",
+        base64::engine::general_purpose::STANDARD.encode(certs.ca_pem.as_bytes())
+    );
+    Ok(())
+}

@@ -1,0 +1,217 @@
+//! The HTTP surface: one POST route per entry of the hook registry, the admin endpoints, and the
+//! per-request policy (content type, body limit, load shedding, timeout, metrics, log span).
+
+use crate::error::ApiError;
+use crate::telemetry::Metrics;
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use metahooks_hooks::{Hook, HookContext, HOOKS};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+use tracing::{field::Empty, Instrument};
+
+/// Limits applied to every hook request.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub hook_body: usize,
+    pub admission_body: usize,
+    pub request_timeout: Duration,
+    pub max_in_flight: usize,
+    pub retry_after_seconds: u32,
+}
+
+impl From<&crate::config::ServeConfig> for Limits {
+    fn from(c: &crate::config::ServeConfig) -> Self {
+        Limits {
+            hook_body: c.hook_body_limit,
+            admission_body: c.admission_body_limit,
+            request_timeout: c.request_timeout,
+            max_in_flight: c.max_in_flight,
+            retry_after_seconds: c.retry_after_seconds,
+        }
+    }
+}
+
+/// Shared by every request of a server.
+pub struct AppState {
+    pub limits: Limits,
+    pub metrics: Metrics,
+    /// False until the listeners are bound and again once draining starts.
+    pub ready: AtomicBool,
+    in_flight: Arc<Semaphore>,
+}
+
+impl AppState {
+    pub fn new(limits: Limits) -> Arc<Self> {
+        Arc::new(AppState {
+            in_flight: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),
+            limits,
+            metrics: Metrics::default(),
+            ready: AtomicBool::new(false),
+        })
+    }
+}
+
+/// The whole application: usable in tests with `tower::ServiceExt::oneshot`, no socket needed.
+pub fn router(state: Arc<AppState>) -> Router {
+    let mut router = Router::new();
+    for hook in HOOKS {
+        router = router.route(
+            &hook.route(),
+            post(move |State(state): State<Arc<AppState>>, req: Request| {
+                handle_hook(hook, state, req)
+            })
+            .fallback(|| async { ApiError::MethodNotAllowed }),
+        );
+    }
+    router
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .fallback(|| async { ApiError::NotFound })
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .with_state(state)
+}
+
+async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+    if state.ready.load(Ordering::Relaxed) {
+        "ready\n".into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready\n").into_response()
+    }
+}
+
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    let mut response = state.metrics.render().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    response
+}
+
+/// Counts and times every request under its route (or `unmatched`).
+async fn observe(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", MatchedPath::as_str)
+        .to_owned();
+    let start = Instant::now();
+    let response = next.run(req).await;
+    state
+        .metrics
+        .observe(&route, response.status().as_u16(), start.elapsed());
+    response
+}
+
+async fn handle_hook(hook: &'static Hook, state: Arc<AppState>, req: Request) -> Response {
+    // Shed load at once instead of queueing past the caller's timeout.
+    let Ok(_permit) = state.in_flight.clone().try_acquire_owned() else {
+        return ApiError::Overloaded {
+            retry_after_seconds: state.limits.retry_after_seconds,
+        }
+        .into_response();
+    };
+    let span = tracing::info_span!(
+        "hook",
+        route = hook.id,
+        kind = Empty,
+        namespace = Empty,
+        name = Empty,
+        uid = Empty
+    );
+    let work = run_hook(hook, &state.limits, req).instrument(span.clone());
+    let result = match tokio::time::timeout(state.limits.request_timeout, work).await {
+        Ok(result) => result,
+        Err(_) => Err(ApiError::Timeout),
+    };
+    let _enter = span.enter();
+    match result {
+        Ok(response) => {
+            tracing::debug!(status = 200, "answered");
+            response
+        }
+        Err(e) => {
+            tracing::info!(status = e.status().as_u16(), error = %e.message(), "rejected");
+            e.into_response()
+        }
+    }
+}
+
+async fn run_hook(hook: &'static Hook, limits: &Limits, req: Request) -> Result<Response, ApiError> {
+    check_json_content_type(&req)?;
+    let limit = if hook.kind.is_admission() {
+        limits.admission_body
+    } else {
+        limits.hook_body
+    };
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::TooLarge { limit });
+    }
+    let body = read_body(req.into_body(), limit).await?;
+
+    let mut rng = rand_core::OsRng;
+    let mut ctx = HookContext {
+        now: time::OffsetDateTime::now_utc(),
+        rng: &mut rng,
+    };
+    let output = (hook.run)(&body, &mut ctx).map_err(ApiError::BadRequest)?;
+    let span = tracing::Span::current();
+    let subject = &output.subject;
+    span.record("kind", subject.kind.as_str());
+    span.record("namespace", subject.namespace.as_str());
+    span.record("name", subject.name.as_str());
+    if !subject.uid.is_empty() {
+        span.record("uid", subject.uid.as_str());
+    }
+    let mut response = Response::new(Body::from(output.body));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
+}
+
+/// `application/json`, with parameters, or any `application/*+json`.
+fn check_json_content_type(req: &Request) -> Result<(), ApiError> {
+    let value = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let ok = essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::UnsupportedMediaType(value))
+    }
+}
+
+async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<LengthLimitError>() => Err(ApiError::TooLarge { limit }),
+        Err(e) => Err(ApiError::BodyRead(e.to_string())),
+    }
+}

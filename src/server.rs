@@ -1,0 +1,177 @@
+//! Listeners and connection handling: plain HTTP, optional HTTPS, an HTTP/1 header-read timeout,
+//! a TLS handshake timeout, and a bounded graceful drain when shutdown is asked for.
+
+use crate::config::ServeConfig;
+use crate::routes::{router, AppState, Limits};
+use crate::tls::{server_config, CertSource, ReloadingResolver};
+use anyhow::{Context, Result};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A server whose listeners are bound and accepting.
+pub struct RunningServer {
+    pub http_addr: SocketAddr,
+    pub https_addr: Option<SocketAddr>,
+    pub state: Arc<AppState>,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl RunningServer {
+    /// Stops accepting and starts draining in-flight requests.
+    pub fn shutdown(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    /// Resolves once the server has drained (or the drain timeout has passed).
+    pub async fn wait(self) -> Result<()> {
+        self.task.await.context("server task")
+    }
+}
+
+/// Binds the listeners and starts serving in the background.
+pub async fn start(config: &ServeConfig) -> Result<RunningServer> {
+    let state = AppState::new(Limits::from(config));
+    let app = router(state.clone());
+
+    let http = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    let http_addr = http.local_addr()?;
+
+    let https = if config.tls_enabled() {
+        let source = match (&config.tls_cert, &config.tls_key) {
+            (Some(cert), Some(key)) => CertSource::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            _ => CertSource::SelfSigned {
+                dns_names: config.tls_dns_names.clone(),
+            },
+        };
+        let resolver = Arc::new(ReloadingResolver::new(&source)?);
+        let acceptor = TlsAcceptor::from(Arc::new(server_config(resolver)?));
+        let listener = TcpListener::bind(config.tls_listen)
+            .await
+            .with_context(|| format!("binding {}", config.tls_listen))?;
+        Some((listener, acceptor))
+    } else {
+        None
+    };
+    let https_addr = match &https {
+        Some((l, _)) => Some(l.local_addr()?),
+        None => None,
+    };
+
+    let (stop, stopped) = watch::channel(false);
+    let header_read_timeout = config.header_read_timeout;
+    let drain_timeout = config.drain_timeout;
+    let task_state = state.clone();
+    let task = tokio::spawn(async move {
+        let graceful = GracefulShutdown::new();
+        let mut stopped = stopped;
+        let service = TowerToHyperService::new(app);
+        loop {
+            let accepted = tokio::select! {
+                _ = stopped.changed() => break,
+                r = http.accept() => r.map(|(s, _)| (s, None)),
+                r = accept_tls(&https) => r.map(|(s, a)| (s, Some(a))),
+            };
+            let (stream, tls) = match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off briefly, keep serving.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let watcher = graceful.watcher();
+            let service = service.clone();
+            tokio::spawn(async move {
+                match tls {
+                    None => {
+                        serve_connection(stream, service, header_read_timeout, watcher).await;
+                    }
+                    Some(acceptor) => {
+                        match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream))
+                            .await
+                        {
+                            Ok(Ok(tls)) => {
+                                serve_connection(tls, service, header_read_timeout, watcher).await
+                            }
+                            Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                            Err(_) => tracing::debug!("TLS handshake timed out"),
+                        }
+                    }
+                }
+            });
+        }
+        task_state.ready.store(false, Ordering::Relaxed);
+        drop(http);
+        drop(https);
+        tracing::info!("draining in-flight requests");
+        if tokio::time::timeout(drain_timeout, graceful.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!("drain timeout passed with requests still in flight");
+        }
+        tracing::info!("stopped");
+    });
+
+    state.ready.store(true, Ordering::Relaxed);
+    tracing::info!(http = %http_addr, https = ?https_addr, "listening");
+    Ok(RunningServer {
+        http_addr,
+        https_addr,
+        state,
+        stop,
+        task,
+    })
+}
+
+async fn accept_tls(
+    https: &Option<(TcpListener, TlsAcceptor)>,
+) -> std::io::Result<(tokio::net::TcpStream, TlsAcceptor)> {
+    match https {
+        Some((listener, acceptor)) => {
+            let (stream, _) = listener.accept().await?;
+            Ok((stream, acceptor.clone()))
+        }
+        None => std::future::pending().await,
+    }
+}
+
+async fn serve_connection<I>(
+    io: I,
+    service: TowerToHyperService<axum::Router>,
+    header_read_timeout: Duration,
+    watcher: hyper_util::server::graceful::Watcher,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    if let Err(e) = watcher.watch(conn).await {
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
+}

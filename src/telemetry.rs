@@ -1,0 +1,141 @@
+//! Logs (tracing, JSON or pretty) and the Prometheus metrics of `/metrics`: a request counter and
+//! a latency histogram per route and status. Kept dependency-free and cheap: one short lock per
+//! request, rendering only when scraped.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Upper bounds of the latency buckets, in seconds.
+const BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+
+#[derive(Default)]
+struct Series {
+    count: u64,
+    sum_seconds: f64,
+    /// Non-cumulative counts per bucket; the last slot is +Inf.
+    buckets: [u64; BUCKETS.len() + 1],
+}
+
+#[derive(Default)]
+pub struct Metrics {
+    series: Mutex<BTreeMap<(String, u16), Series>>,
+}
+
+impl Metrics {
+    /// Records one answered request. `route` is a mounted route or `unmatched`.
+    pub fn observe(&self, route: &str, status: u16, elapsed: Duration) {
+        let secs = elapsed.as_secs_f64();
+        let slot = BUCKETS
+            .iter()
+            .position(|b| secs <= *b)
+            .unwrap_or(BUCKETS.len());
+        let mut series = self.series.lock().unwrap_or_else(|e| e.into_inner());
+        let s = series.entry((route.to_owned(), status)).or_default();
+        s.count += 1;
+        s.sum_seconds += secs;
+        s.buckets[slot] += 1;
+    }
+
+    /// The Prometheus text exposition (version 0.0.4).
+    pub fn render(&self) -> String {
+        let series = self.series.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = String::with_capacity(256 + series.len() * 1200);
+        out.push_str("# HELP metahooks_requests_total Requests answered, by route and status.\n");
+        out.push_str("# TYPE metahooks_requests_total counter\n");
+        for ((route, status), s) in series.iter() {
+            let _ = writeln!(
+                out,
+                "metahooks_requests_total{{route=\"{route}\",status=\"{status}\"}} {}",
+                s.count
+            );
+        }
+        out.push_str(
+            "# HELP metahooks_request_duration_seconds Time from request to response, by route and status.\n",
+        );
+        out.push_str("# TYPE metahooks_request_duration_seconds histogram\n");
+        for ((route, status), s) in series.iter() {
+            let mut cumulative = 0;
+            for (i, bound) in BUCKETS.iter().enumerate() {
+                cumulative += s.buckets[i];
+                let _ = writeln!(
+                    out,
+                    "metahooks_request_duration_seconds_bucket{{route=\"{route}\",status=\"{status}\",le=\"{bound}\"}} {cumulative}"
+                );
+            }
+            let _ = writeln!(
+                out,
+                "metahooks_request_duration_seconds_bucket{{route=\"{route}\",status=\"{status}\",le=\"+Inf\"}} {}",
+                s.count
+            );
+            let _ = writeln!(
+                out,
+                "metahooks_request_duration_seconds_sum{{route=\"{route}\",status=\"{status}\"}} {}",
+                s.sum_seconds
+            );
+            let _ = writeln!(
+                out,
+                "metahooks_request_duration_seconds_count{{route=\"{route}\",status=\"{status}\"}} {}",
+                s.count
+            );
+        }
+        out
+    }
+}
+
+/// How logs are written.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// One JSON object per line, for log collectors.
+    Json,
+    /// Human-readable.
+    Pretty,
+}
+
+/// Installs the global subscriber. The filter comes from `RUST_LOG` (default `info`).
+pub fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
+        LogFormat::Pretty => builder.try_init(),
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_is_cumulative_and_counts_match() {
+        let m = Metrics::default();
+        m.observe("/a", 200, Duration::from_micros(100));
+        m.observe("/a", 200, Duration::from_millis(30));
+        m.observe("/a", 400, Duration::from_secs(9));
+        let text = m.render();
+        assert!(text.contains("metahooks_requests_total{route=\"/a\",status=\"200\"} 2"));
+        assert!(text.contains(
+            "metahooks_request_duration_seconds_bucket{route=\"/a\",status=\"200\",le=\"0.0005\"} 1"
+        ));
+        assert!(text.contains(
+            "metahooks_request_duration_seconds_bucket{route=\"/a\",status=\"200\",le=\"0.05\"} 2"
+        ));
+        assert!(text.contains(
+            "metahooks_request_duration_seconds_bucket{route=\"/a\",status=\"400\",le=\"5\"} 0"
+        ));
+        assert!(text.contains(
+            "metahooks_request_duration_seconds_bucket{route=\"/a\",status=\"400\",le=\"+Inf\"} 1"
+        ));
+    }
+}
