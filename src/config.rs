@@ -88,7 +88,11 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         "KB" | "kB" => 1000,
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
-        other => return Err(format!("unknown size unit '{other}' (B, KiB, MiB, GiB, KB, MB, GB)")),
+        other => {
+            return Err(format!(
+                "unknown size unit '{other}' (B, KiB, MiB, GiB, KB, MB, GB)"
+            ))
+        }
     };
     n.checked_mul(mult)
         .ok_or_else(|| format!("'{s}' is too large"))

@@ -16,7 +16,13 @@ use std::path::PathBuf;
 #[command(name = "metahooks", version, about)]
 struct Cli {
     /// Log format.
-    #[arg(long, env = "METAHOOKS_LOG_FORMAT", value_enum, default_value = "json", global = true)]
+    #[arg(
+        long,
+        env = "METAHOOKS_LOG_FORMAT",
+        value_enum,
+        default_value = "json",
+        global = true
+    )]
     log_format: LogFormat,
 
     #[command(subcommand)]
@@ -64,7 +70,12 @@ fn main() -> Result<()> {
         Command::List => {
             println!("{:<34} {:<36} KIND", "ID", "ROUTE");
             for hook in HOOKS {
-                println!("{:<34} {:<36} {}", hook.id, hook.route(), hook.kind.as_str());
+                println!(
+                    "{:<34} {:<36} {}",
+                    hook.id,
+                    hook.route(),
+                    hook.kind.as_str()
+                );
             }
             Ok(())
         }

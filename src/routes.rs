@@ -147,7 +147,11 @@ async fn handle_hook(hook: &'static Hook, state: Arc<AppState>, req: Request) ->
     }
 }
 
-async fn run_hook(hook: &'static Hook, limits: &Limits, req: Request) -> Result<Response, ApiError> {
+async fn run_hook(
+    hook: &'static Hook,
+    limits: &Limits,
+    req: Request,
+) -> Result<Response, ApiError> {
     check_json_content_type(&req)?;
     let limit = if hook.kind.is_admission() {
         limits.admission_body

@@ -154,8 +154,10 @@ pub fn webhook_certs(service: &str, namespace: &str, days: u32) -> Result<Webhoo
 
     let ca_key = KeyPair::generate().context("CA key")?;
     let mut ca = CertificateParams::new(Vec::<String>::new()).context("CA parameters")?;
-    ca.distinguished_name
-        .push(DnType::CommonName, format!("metahooks webhook CA ({namespace}/{service})"));
+    ca.distinguished_name.push(
+        DnType::CommonName,
+        format!("metahooks webhook CA ({namespace}/{service})"),
+    );
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     ca.not_before = not_before;

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod contract;
+pub mod delete_graph;
 pub mod error;
 pub mod meta;
 pub mod registry;

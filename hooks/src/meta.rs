@@ -29,10 +29,16 @@ pub struct PreviousConditions(Vec<(String, String, String)>);
 
 impl<'de> Deserialize<'de> for PreviousConditions {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(d)?;
+        Ok(PreviousConditions::from_value(&Value::deserialize(d)?))
+    }
+}
+
+impl PreviousConditions {
+    /// Reads `status.conditions` of a previous status held as a JSON value.
+    pub fn from_value(value: &Value) -> Self {
         let list = value.as_array().map(Vec::as_slice).unwrap_or(&[]);
         let text = |c: &Value, k: &str| c.get(k).and_then(Value::as_str).map(str::to_owned);
-        Ok(PreviousConditions(
+        PreviousConditions(
             list.iter()
                 .filter_map(|c| {
                     Some((
@@ -42,11 +48,9 @@ impl<'de> Deserialize<'de> for PreviousConditions {
                     ))
                 })
                 .collect(),
-        ))
+        )
     }
-}
 
-impl PreviousConditions {
     /// Builds a condition, keeping the previous `lastTransitionTime` of the same type while its
     /// status is unchanged (so that a resync writes the same status), else stamping `now`.
     pub fn condition(
@@ -110,6 +114,50 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Canonical JSON: object keys sorted by byte order at every level, no whitespace, strings and
+/// numbers as serde_json prints them. Sorted explicitly, whatever map order serde_json was built
+/// with. Equals Python's `json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::with_capacity(256);
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_scalar(&Value::String(key.clone()), out);
+                out.push(':');
+                write_canonical(&map[key.as_str()], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => write_scalar(scalar, out),
+    }
+}
+
+fn write_scalar(value: &Value, out: &mut String) {
+    // Scalars have no keys to order; serde_json's own printer gives the required escaping.
+    out.push_str(&value.to_string());
+}
+
 /// A DNS-1123 label: lowercase alphanumerics and `-`, 1 to 63 characters, alphanumeric at both ends.
 pub fn is_dns1123_label(s: &str) -> bool {
     let b = s.as_bytes();
@@ -150,6 +198,15 @@ mod tests {
         assert!(prev.transition_time("Ready", true).is_none());
         let prev: PreviousConditions = serde_json::from_str(r#"[1, {"type": 2}]"#).unwrap();
         assert!(prev.transition_time("Ready", true).is_none());
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_level() {
+        let v = serde_json::json!({"b": [{"z": 1, "a": "é\n"}], "a": null, "B": 2.5});
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"B":2.5,"a":null,"b":[{"a":"é\n","z":1}]}"#
+        );
     }
 
     #[test]

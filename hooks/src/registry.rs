@@ -3,6 +3,7 @@
 //! Adding a hook is one line here plus its module.
 
 use crate::contract::{encode, ObjectMeta};
+use crate::delete_graph;
 use crate::RequestError;
 use rand_core::CryptoRngCore;
 use serde::Serialize;
@@ -100,7 +101,35 @@ impl Hook {
 }
 
 /// Every hook metahooks serves.
-pub const HOOKS: &[Hook] = &[];
+pub const HOOKS: &[Hook] = &[
+    hook(
+        "delete-graph/sync",
+        HookKind::CompositeSync,
+        "WorkloadSet Pods under add and delete conditions",
+        delete_graph::sync_hook,
+    ),
+    hook(
+        "delete-graph/finalize",
+        HookKind::CompositeFinalize,
+        "tears a WorkloadSet down in reverse dependency order",
+        delete_graph::finalize_hook,
+    ),
+    hook(
+        "delete-graph/validate",
+        HookKind::ValidatingAdmission,
+        "rejects dependency cycles and bad conditions",
+        delete_graph::validate_hook,
+    ),
+];
+
+const fn hook(id: &'static str, kind: HookKind, summary: &'static str, run: HookFn) -> Hook {
+    Hook {
+        id,
+        kind,
+        summary,
+        run,
+    }
+}
 
 /// The hook with this id (`delete-graph/sync`), if any.
 pub fn find(id: &str) -> Option<&'static Hook> {

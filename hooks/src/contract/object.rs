@@ -9,16 +9,19 @@ use std::fmt;
 /// An object with a typed `spec` and `status`; everything else (managedFields, ...) is skipped.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(bound(
+    deserialize = "Spec: Deserialize<'de> + Default, Status: Deserialize<'de> + Default"
+))]
 pub struct Object<Spec = IgnoredAny, Status = IgnoredAny> {
     #[serde(default)]
     pub api_version: String,
     #[serde(default)]
     pub kind: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub metadata: ObjectMeta,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub spec: Spec,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub status: Status,
 }
 

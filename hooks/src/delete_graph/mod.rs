@@ -1,0 +1,105 @@
+//! delete-graph: Ankaios-style inter-workload dependencies. A WorkloadSet owns one Pod per
+//! workload; add conditions gate creation, the delete graph gates deletion
+//! (../shared/spec/delete-graph.md).
+
+pub mod graph;
+pub mod spec;
+pub mod sync;
+
+use crate::contract::{decode, AdmissionResponse, AdmissionReview};
+use crate::registry::{HookContext, HookOutput, Subject};
+use crate::RequestError;
+use serde_json::Value;
+use spec::validate;
+use sync::{reconcile, SyncRequest};
+
+/// `POST /delete-graph/sync`: a sync, or the teardown when `finalizing` is true.
+pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+    let req: SyncRequest = decode(body)?;
+    let response = reconcile(&req, req.finalizing, ctx.now);
+    HookOutput::json(
+        Subject::object("WorkloadSet", &req.parent.metadata),
+        &response,
+    )
+}
+
+/// `POST /delete-graph/finalize`: always the teardown.
+pub fn finalize_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+    let req: SyncRequest = decode(body)?;
+    let response = reconcile(&req, true, ctx.now);
+    HookOutput::json(
+        Subject::object("WorkloadSet", &req.parent.metadata),
+        &response,
+    )
+}
+
+/// `POST /delete-graph/validate`: denies invalid specs and dependency cycles on CREATE and
+/// UPDATE, warns about dependencies that wait forever; everything else is allowed.
+pub fn validate_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+    let review: AdmissionReview<Value> = decode(body)?;
+    let req = &review.request;
+    let subject = Subject {
+        kind: req.kind.kind.clone(),
+        namespace: req.namespace.clone().unwrap_or_default(),
+        name: req.name.clone().unwrap_or_default(),
+        uid: req.uid.clone(),
+    };
+    let response = admit(
+        req.operation.as_str(),
+        req.object.as_ref(),
+        &req.kind.kind,
+        &req.uid,
+    );
+    HookOutput::json(subject, &response.into_review())
+}
+
+fn admit(operation: &str, object: Option<&Value>, kind: &str, uid: &str) -> AdmissionResponse {
+    if operation != "CREATE" && operation != "UPDATE" {
+        return AdmissionResponse::allow(uid);
+    }
+    let Some(object) = object.filter(|o| o.is_object()) else {
+        return AdmissionResponse::allow(uid)
+            .with_warnings(vec!["no object to validate; allowed".into()]);
+    };
+    let object_kind = object.get("kind").and_then(Value::as_str).unwrap_or(kind);
+    if object_kind != "WorkloadSet" {
+        return AdmissionResponse::allow(uid).with_warnings(vec![format!(
+            "object is a '{object_kind}', not a WorkloadSet; allowed without validation"
+        )]);
+    }
+    let metadata = object.get("metadata");
+    let name = metadata
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let spec = object.get("spec").unwrap_or(&Value::Null);
+    let validated = validate(spec, name);
+    let by_name: std::collections::HashMap<&str, &spec::Workload> =
+        validated.workloads.iter().map(|w| (w.name, w)).collect();
+    let mut warnings = Vec::new();
+    for w in &validated.workloads {
+        for (dep, cond) in &w.dependencies {
+            match by_name.get(dep) {
+                None => warnings.push(format!(
+                    "workload '{}' depends on '{dep}', which is not part of this WorkloadSet; it waits until such a workload exists",
+                    w.name
+                )),
+                Some(d) if !d.restart_policy.can_reach(*cond) => warnings.push(format!(
+                    "workload '{}': condition {} on '{dep}' can never hold with restartPolicy {}",
+                    w.name,
+                    cond.as_str(),
+                    d.restart_policy.as_str()
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    let response = match validated.invalid {
+        None => AdmissionResponse::allow(uid),
+        Some(invalid) => AdmissionResponse::deny(uid, 403, invalid.message),
+    };
+    response.with_warnings(warnings)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,441 @@
+//! The WorkloadSet spec: validation in the order of delete-graph.md §9, the cycle check ported
+//! step for step, and the typed workloads a valid spec yields.
+
+use crate::meta::{canonical_json, is_dns1123_label};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// An add condition: what a dependency's state must be before the dependent starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddCondition {
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl AddCondition {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ADD_COND_RUNNING" => Some(AddCondition::Running),
+            "ADD_COND_SUCCEEDED" => Some(AddCondition::Succeeded),
+            "ADD_COND_FAILED" => Some(AddCondition::Failed),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AddCondition::Running => "ADD_COND_RUNNING",
+            AddCondition::Succeeded => "ADD_COND_SUCCEEDED",
+            AddCondition::Failed => "ADD_COND_FAILED",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestartPolicy {
+    Never,
+    OnFailure,
+    Always,
+}
+
+impl RestartPolicy {
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "NEVER" => Some(RestartPolicy::Never),
+            "ON_FAILURE" => Some(RestartPolicy::OnFailure),
+            "ALWAYS" => Some(RestartPolicy::Always),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestartPolicy::Never => "NEVER",
+            RestartPolicy::OnFailure => "ON_FAILURE",
+            RestartPolicy::Always => "ALWAYS",
+        }
+    }
+
+    /// The Pod's `spec.restartPolicy`.
+    pub fn pod_value(self) -> &'static str {
+        match self {
+            RestartPolicy::Never => "Never",
+            RestartPolicy::OnFailure => "OnFailure",
+            RestartPolicy::Always => "Always",
+        }
+    }
+
+    /// Whether a dependency with this policy can ever meet `cond` (§6.4).
+    pub fn can_reach(self, cond: AddCondition) -> bool {
+        !matches!(
+            (self, cond),
+            (RestartPolicy::Always, AddCondition::Succeeded)
+                | (RestartPolicy::Always, AddCondition::Failed)
+                | (RestartPolicy::OnFailure, AddCondition::Failed)
+        )
+    }
+}
+
+/// One workload of a valid spec.
+#[derive(Debug)]
+pub struct Workload<'a> {
+    pub name: &'a str,
+    /// Sorted by dependency name.
+    pub dependencies: Vec<(&'a str, AddCondition)>,
+    pub restart_policy: RestartPolicy,
+    pub template: &'a Map<String, Value>,
+}
+
+impl Workload<'_> {
+    /// Canonical JSON of the dependencies as written in the spec (`{}` when none): the value of
+    /// the `metahooks.dev/dependencies` annotation.
+    pub fn dependencies_annotation(&self) -> String {
+        let map: Map<String, Value> = self
+            .dependencies
+            .iter()
+            .map(|(d, c)| ((*d).to_owned(), Value::String(c.as_str().to_owned())))
+            .collect();
+        canonical_json(&Value::Object(map))
+    }
+}
+
+/// Why a spec is invalid: the reason of the `Valid` condition and the denial message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    pub cycle: bool,
+    pub message: String,
+}
+
+impl Invalid {
+    pub fn reason(&self) -> &'static str {
+        if self.cycle {
+            "CycleInDependencies"
+        } else {
+            "InvalidSpec"
+        }
+    }
+}
+
+/// The outcome of validating a spec.
+#[derive(Debug)]
+pub struct Validated<'a> {
+    /// Sorted by name; complete only when `invalid` is `None`.
+    pub workloads: Vec<Workload<'a>>,
+    pub invalid: Option<Invalid>,
+}
+
+/// Validates `spec` (the WorkloadSet's `spec` value) for a set named `set_name`.
+pub fn validate<'a>(spec: &'a Value, set_name: &str) -> Validated<'a> {
+    let mut problems = Vec::new();
+    let workloads_value = match spec {
+        Value::Object(spec) => spec.get("workloads").unwrap_or(&Value::Null),
+        Value::Null => &Value::Null,
+        _ => &Value::Bool(false),
+    };
+    let entries: Vec<(&'a String, &'a Value)> = match workloads_value {
+        Value::Null => Vec::new(),
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            entries
+        }
+        _ => {
+            return Validated {
+                workloads: Vec::new(),
+                invalid: Some(Invalid {
+                    cycle: false,
+                    message: "spec.workloads must be an object".into(),
+                }),
+            }
+        }
+    };
+
+    let mut workloads = Vec::with_capacity(entries.len());
+    for (name, value) in entries {
+        let name = name.as_str();
+        if !is_dns1123_label(name) {
+            problems.push(format!("workload name '{name}' is not a DNS-1123 label"));
+        }
+        let field = |key: &str| value.get(key).filter(|v| !v.is_null());
+
+        let mut dependencies = Vec::new();
+        match field("dependencies") {
+            None => {}
+            Some(Value::Object(deps)) => {
+                let mut deps: Vec<_> = deps.iter().collect();
+                deps.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+                for (dep, cond) in deps {
+                    if !is_dns1123_label(dep) {
+                        problems.push(format!(
+                            "workload '{name}': dependency name '{dep}' is not a DNS-1123 label"
+                        ));
+                    }
+                    match cond.as_str().and_then(AddCondition::parse) {
+                        Some(c) => dependencies.push((dep.as_str(), c)),
+                        None => problems.push(format!(
+                            "workload '{name}': dependency '{dep}' has unknown condition '{}' (expected ADD_COND_RUNNING, ADD_COND_SUCCEEDED or ADD_COND_FAILED)",
+                            text_of(cond)
+                        )),
+                    }
+                }
+            }
+            Some(_) => problems.push(format!("workload '{name}': dependencies must be an object")),
+        }
+
+        let restart_policy = match field("restartPolicy") {
+            None => RestartPolicy::Never,
+            Some(v) => match v.as_str().and_then(RestartPolicy::parse) {
+                Some(p) => p,
+                None => {
+                    problems.push(format!(
+                        "workload '{name}': unknown restartPolicy '{}' (expected NEVER, ON_FAILURE or ALWAYS)",
+                        text_of(v)
+                    ));
+                    RestartPolicy::Never
+                }
+            },
+        };
+
+        match field("template") {
+            Some(Value::Object(template)) => {
+                let containers = template
+                    .get("spec")
+                    .and_then(|s| s.get("containers"))
+                    .and_then(Value::as_array);
+                if containers.is_none_or(|c| c.is_empty()) {
+                    problems.push(format!(
+                        "workload '{name}': template.spec.containers must be a non-empty list"
+                    ));
+                }
+                if set_name.len() + name.len() + 12 > 253 {
+                    problems.push(format!(
+                        "workload '{name}': Pod name would exceed 253 characters"
+                    ));
+                }
+                workloads.push(Workload {
+                    name,
+                    dependencies,
+                    restart_policy,
+                    template,
+                });
+            }
+            _ => problems.push(format!("workload '{name}': template is missing")),
+        }
+    }
+
+    let invalid = if !problems.is_empty() {
+        Some(Invalid {
+            cycle: false,
+            message: problems.join("; "),
+        })
+    } else {
+        find_cycle(&workloads).map(|name| Invalid {
+            cycle: true,
+            message: format!("workload dependency '{name}' is part of a cycle."),
+        })
+    };
+    Validated { workloads, invalid }
+}
+
+/// A string as itself, anything else as its JSON text.
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The cycle check of §9, step for step: a depth-first walk from every workload in ascending
+/// order with a shared visited set and path; returns the name the procedure reports.
+pub fn find_cycle(workloads: &[Workload]) -> Option<String> {
+    let index: HashMap<&str, usize> = workloads
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.name, i))
+        .collect();
+    let mut visited = vec![false; workloads.len()];
+    let mut on_path = vec![false; workloads.len()];
+    let mut path: Vec<usize> = Vec::new();
+    let mut start_order: Vec<usize> = (0..workloads.len()).collect();
+    start_order.sort_unstable_by(|a, b| workloads[*a].name.cmp(workloads[*b].name));
+
+    for start in start_order {
+        if visited[start] {
+            continue;
+        }
+        // Stack entries are names: a dangling edge puts a name that is no workload on the stack.
+        let mut stack: Vec<&str> = vec![workloads[start].name];
+        while let Some(&top) = stack.last() {
+            let Some(&h) = index.get(top) else {
+                stack.pop();
+                continue;
+            };
+            if !visited[h] {
+                visited[h] = true;
+                path.push(h);
+                on_path[h] = true;
+            } else {
+                if let Some(last) = path.pop() {
+                    on_path[last] = false;
+                }
+                stack.pop();
+            }
+            for (dep, _) in &workloads[h].dependencies {
+                match index.get(dep) {
+                    Some(&d) if visited[d] => {
+                        if on_path[d] {
+                            return Some((*dep).to_owned());
+                        }
+                    }
+                    _ => stack.push(dep),
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn container() -> Value {
+        json!({"spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    }
+
+    fn spec(deps: &[(&str, &[(&str, &str)])]) -> Value {
+        let mut workloads = Map::new();
+        for (name, d) in deps {
+            let d: Map<String, Value> = d.iter().map(|(k, v)| ((*k).into(), json!(v))).collect();
+            workloads.insert(
+                (*name).into(),
+                json!({"dependencies": d, "template": container()}),
+            );
+        }
+        json!({ "workloads": workloads })
+    }
+
+    #[test]
+    fn rule_9_acyclic_chain_is_valid() {
+        let s = spec(&[
+            ("a", &[("b", "ADD_COND_RUNNING")]),
+            ("b", &[("c", "ADD_COND_SUCCEEDED")]),
+            ("c", &[]),
+        ]);
+        let v = validate(&s, "set");
+        assert_eq!(v.invalid, None);
+        assert_eq!(v.workloads.len(), 3);
+    }
+
+    #[test]
+    fn rule_9_self_dependency_reports_itself() {
+        let s = spec(&[("a", &[("a", "ADD_COND_RUNNING")])]);
+        let v = validate(&s, "set");
+        assert_eq!(
+            v.invalid.unwrap().message,
+            "workload dependency 'a' is part of a cycle."
+        );
+    }
+
+    #[test]
+    fn rule_9_cycle_reports_the_dependency_closing_it() {
+        // a -> b -> c -> a: the walk from a reaches c, whose dependency a is on the path.
+        let s = spec(&[
+            ("a", &[("b", "ADD_COND_RUNNING")]),
+            ("b", &[("c", "ADD_COND_FAILED")]),
+            ("c", &[("a", "ADD_COND_SUCCEEDED")]),
+        ]);
+        let invalid = validate(&s, "set").invalid.unwrap();
+        assert!(invalid.cycle);
+        assert_eq!(
+            invalid.message,
+            "workload dependency 'a' is part of a cycle."
+        );
+    }
+
+    #[test]
+    fn rule_9_cycle_not_through_the_start_node() {
+        // a -> b, b -> c, c -> b: reported name is b.
+        let s = spec(&[
+            ("a", &[("b", "ADD_COND_RUNNING")]),
+            ("b", &[("c", "ADD_COND_RUNNING")]),
+            ("c", &[("b", "ADD_COND_RUNNING")]),
+        ]);
+        assert_eq!(
+            validate(&s, "set").invalid.unwrap().message,
+            "workload dependency 'b' is part of a cycle."
+        );
+    }
+
+    #[test]
+    fn rule_9_dangling_edge_is_no_cycle() {
+        let s = spec(&[("a", &[("ghost", "ADD_COND_RUNNING")])]);
+        assert_eq!(validate(&s, "set").invalid, None);
+    }
+
+    #[test]
+    fn rule_9_diamond_is_no_cycle() {
+        let s = spec(&[
+            ("a", &[("b", "ADD_COND_RUNNING"), ("c", "ADD_COND_RUNNING")]),
+            ("b", &[("d", "ADD_COND_RUNNING")]),
+            ("c", &[("d", "ADD_COND_RUNNING")]),
+            ("d", &[]),
+        ]);
+        assert_eq!(validate(&s, "set").invalid, None);
+    }
+
+    #[test]
+    fn rule_9_problems_in_order_joined() {
+        let s = json!({"workloads": {
+            "b": {"dependencies": {"X": "ADD_COND_NOPE"}, "restartPolicy": "SOMETIMES", "template": {"spec": {"containers": []}}},
+            "A": {"template": "x"},
+        }});
+        let invalid = validate(&s, "set").invalid.unwrap();
+        assert!(!invalid.cycle);
+        assert_eq!(
+            invalid.message,
+            "workload name 'A' is not a DNS-1123 label; \
+             workload 'A': template is missing; \
+             workload 'b': dependency name 'X' is not a DNS-1123 label; \
+             workload 'b': dependency 'X' has unknown condition 'ADD_COND_NOPE' (expected ADD_COND_RUNNING, ADD_COND_SUCCEEDED or ADD_COND_FAILED); \
+             workload 'b': unknown restartPolicy 'SOMETIMES' (expected NEVER, ON_FAILURE or ALWAYS); \
+             workload 'b': template.spec.containers must be a non-empty list"
+        );
+    }
+
+    #[test]
+    fn rule_9_workloads_not_an_object_and_deps_not_an_object() {
+        let s = json!({"workloads": []});
+        let v = validate(&s, "s");
+        assert_eq!(
+            v.invalid.unwrap().message,
+            "spec.workloads must be an object"
+        );
+        let s = json!({"workloads": {"a": {"dependencies": [], "template": container()}}});
+        let v = validate(&s, "s");
+        assert_eq!(
+            v.invalid.unwrap().message,
+            "workload 'a': dependencies must be an object"
+        );
+    }
+
+    #[test]
+    fn rule_9_pod_name_length() {
+        let long = "s".repeat(242);
+        let s = spec(&[("a", &[])]);
+        let v = validate(&s, &long);
+        assert_eq!(
+            v.invalid.unwrap().message,
+            "workload 'a': Pod name would exceed 253 characters"
+        );
+    }
+
+    #[test]
+    fn rule_2_missing_workloads_means_none() {
+        let s = json!({});
+        let v = validate(&s, "s");
+        assert!(v.invalid.is_none() && v.workloads.is_empty());
+    }
+}

@@ -1,0 +1,460 @@
+//! Sync and teardown of a WorkloadSet (delete-graph.md §3-§8): one pure function of the request.
+
+use super::graph::DeleteGraph;
+use super::spec::{validate, AddCondition, Workload};
+use crate::contract::{lenient_string, CompositeRequest, CompositeResponse, Object};
+use crate::meta::{canonical_json, sha256_hex, Condition, PreviousConditions};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use time::OffsetDateTime;
+
+pub const LABEL_SET: &str = "metahooks.dev/workload-set";
+pub const LABEL_WORKLOAD: &str = "metahooks.dev/workload";
+pub const ANNOTATION_DEPENDENCIES: &str = "metahooks.dev/dependencies";
+const POD_KEY: &str = "Pod.v1";
+
+/// The WorkloadSet parent: spec and status are read as JSON because validation must describe
+/// (not reject) whatever shape they have.
+pub type WorkloadSet = Object<Value, Value>;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct PodStatus {
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub phase: Option<String>,
+}
+
+/// An observed Pod: its spec is kept as raw JSON, to be returned untouched when the Pod is kept.
+pub type Pod = Object<Option<Box<RawValue>>, PodStatus>;
+
+pub type SyncRequest = CompositeRequest<WorkloadSet, Pod>;
+
+/// A child Pod in the response.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodOut<'a> {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub metadata: PodMeta,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec: Option<PodSpec<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PodMeta {
+    pub name: String,
+    pub namespace: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum PodSpec<'a> {
+    Rendered(Value),
+    Observed(&'a RawValue),
+}
+
+/// `{state, subState, message}` of one workload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadState {
+    pub state: &'static str,
+    pub sub_state: &'static str,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status<W, G> {
+    pub workloads: W,
+    pub delete_graph: G,
+    pub conditions: Vec<Condition>,
+}
+
+/// The response of a sync in normal mode, and of a freeze (statuses copied as JSON).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum SyncStatus {
+    Computed(Status<BTreeMap<String, WorkloadState>, DeleteGraph>),
+    Frozen(Status<Value, Value>),
+}
+
+pub type SyncResponse<'a> = CompositeResponse<SyncStatus, PodOut<'a>>;
+
+type State = (&'static str, &'static str);
+const PENDING_STARTING: State = ("Pending", "Starting");
+const PENDING_WAITING: State = ("Pending", "WaitingToStart");
+const RUNNING_OK: State = ("Running", "Ok");
+const SUCCEEDED_OK: State = ("Succeeded", "Ok");
+const FAILED_EXEC: State = ("Failed", "ExecFailed");
+const FAILED_UNKNOWN: State = ("Failed", "Unknown");
+const STOPPING_REQUESTED: State = ("Stopping", "RequestedAtRuntime");
+const STOPPING_WAITING: State = ("Stopping", "WaitingToStop");
+
+/// The state of an observed Pod (§2 table).
+fn observed_state(pod: &Pod) -> State {
+    if pod.metadata.is_terminating() {
+        return STOPPING_REQUESTED;
+    }
+    match pod.status.phase.as_deref() {
+        None | Some("Pending") => PENDING_STARTING,
+        Some("Running") => RUNNING_OK,
+        Some("Succeeded") => SUCCEEDED_OK,
+        Some("Failed") => FAILED_EXEC,
+        Some(_) => FAILED_UNKNOWN,
+    }
+}
+
+fn holds(cond: AddCondition, state: State) -> bool {
+    match cond {
+        AddCondition::Running => state == RUNNING_OK,
+        AddCondition::Succeeded => state == SUCCEEDED_OK,
+        AddCondition::Failed => state == FAILED_EXEC,
+    }
+}
+
+/// A state that holds back the deletion of a dependency (§2, DelCondNotPendingNorRunning).
+fn is_pending_or_running(state: State) -> bool {
+    state == PENDING_STARTING || state == RUNNING_OK
+}
+
+/// The rendered template of a workload and the Pod name it yields (§3).
+struct Desired<'a> {
+    workload: &'a Workload<'a>,
+    name: String,
+    rendered: Map<String, Value>,
+}
+
+fn render<'a>(set: &str, workload: &'a Workload<'a>) -> Desired<'a> {
+    let mut rendered = workload.template.clone();
+    let spec = rendered
+        .entry("spec")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(spec) = spec {
+        spec.insert(
+            "restartPolicy".into(),
+            Value::String(workload.restart_policy.pod_value().into()),
+        );
+    }
+    let hash = sha256_hex(canonical_json(&Value::Object(rendered.clone())).as_bytes());
+    Desired {
+        workload,
+        name: format!("{set}-{}-{}", workload.name, &hash[..10]),
+        rendered,
+    }
+}
+
+fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
+    v.and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Desired<'_> {
+    fn pod(&self, set: &str, namespace: &str) -> PodOut<'static> {
+        let metadata = self.rendered.get("metadata");
+        let mut labels = string_map(metadata.and_then(|m| m.get("labels")));
+        labels.insert(LABEL_SET.into(), set.into());
+        labels.insert(LABEL_WORKLOAD.into(), self.workload.name.into());
+        let mut annotations = string_map(metadata.and_then(|m| m.get("annotations")));
+        annotations.insert(
+            ANNOTATION_DEPENDENCIES.into(),
+            self.workload.dependencies_annotation(),
+        );
+        PodOut {
+            api_version: "v1",
+            kind: "Pod",
+            metadata: PodMeta {
+                name: self.name.clone(),
+                namespace: namespace.into(),
+                labels,
+                annotations,
+            },
+            spec: Some(PodSpec::Rendered(
+                self.rendered.get("spec").cloned().unwrap_or(Value::Null),
+            )),
+        }
+    }
+}
+
+/// An observed Pod returned as it is: identity, labels, annotations and spec; nothing else.
+fn rebuilt<'a>(pod: &'a Pod, namespace: &str) -> PodOut<'a> {
+    PodOut {
+        api_version: "v1",
+        kind: "Pod",
+        metadata: PodMeta {
+            name: pod.metadata.name.clone(),
+            namespace: pod.metadata.namespace_or(namespace).to_owned(),
+            labels: pod.metadata.labels.clone(),
+            annotations: pod.metadata.annotations.clone(),
+        },
+        spec: pod.spec.as_deref().map(PodSpec::Observed),
+    }
+}
+
+/// RUNNING edges recorded on a Pod at creation: `{<dep>: ADD_COND_RUNNING}` entries of its
+/// dependencies annotation. Missing or unparsable annotations give none.
+fn annotated_running_dependencies(pod: &Pod) -> Vec<String> {
+    let Some(text) = pod.metadata.annotations.get(ANNOTATION_DEPENDENCIES) else {
+        return Vec::new();
+    };
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    map.into_iter()
+        .filter(|(_, v)| v.as_str() == Some(AddCondition::Running.as_str()))
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// Sync (`teardown == false`) or finalize (`teardown == true`) of one WorkloadSet.
+pub fn reconcile<'a>(
+    req: &'a SyncRequest,
+    teardown: bool,
+    now: OffsetDateTime,
+) -> SyncResponse<'a> {
+    let parent = &req.parent;
+    let set = parent.metadata.name.as_str();
+    let namespace = parent.metadata.namespace.as_deref().unwrap_or("");
+    let generation = parent.metadata.generation;
+    let previous_status = &parent.status;
+    let previous =
+        PreviousConditions::from_value(previous_status.get("conditions").unwrap_or(&Value::Null));
+    let validated = validate(&parent.spec, set);
+    let valid = match &validated.invalid {
+        None => previous.condition("Valid", true, "Valid", "", generation, now),
+        Some(invalid) => previous.condition(
+            "Valid",
+            false,
+            invalid.reason(),
+            invalid.message.clone(),
+            generation,
+            now,
+        ),
+    };
+    let pods = req.children.get(POD_KEY);
+
+    if validated.invalid.is_some() && !teardown {
+        return freeze(pods, namespace, previous_status, valid);
+    }
+    let workloads: &[Workload] = if teardown { &[] } else { &validated.workloads };
+
+    // 1. Desired names, classification and states of the observed Pods.
+    let desired: HashMap<&str, Desired> =
+        workloads.iter().map(|w| (w.name, render(set, w))).collect();
+    let states: Vec<State> = pods.iter().map(observed_state).collect();
+    let workload_of = |pod: &'a Pod| pod.metadata.labels.get(LABEL_WORKLOAD).map(String::as_str);
+    let mut pods_of: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut current_of: HashMap<&str, usize> = HashMap::new();
+    let mut obsolete: Vec<usize> = Vec::new();
+    for (i, pod) in pods.iter().enumerate() {
+        let w = workload_of(pod);
+        if let Some(w) = w {
+            pods_of.entry(w).or_default().push(i);
+        }
+        match w.and_then(|w| desired.get(w)) {
+            Some(d) if d.name == pod.metadata.name => {
+                current_of.insert(d.workload.name, i);
+            }
+            _ => obsolete.push(i),
+        }
+    }
+    // A current Pod that is not terminating: the one add conditions are checked against.
+    let live_current = |w: &str| {
+        current_of
+            .get(w)
+            .copied()
+            .filter(|&i| !pods[i].metadata.is_terminating())
+    };
+
+    // 2. The delete graph, from the spec and from obsolete Pods' annotations.
+    let mut graph = DeleteGraph::default();
+    for w in workloads {
+        for (dep, cond) in &w.dependencies {
+            if *cond == AddCondition::Running {
+                graph.insert(dep, w.name);
+            }
+        }
+    }
+    for &i in &obsolete {
+        if let Some(x) = workload_of(&pods[i]) {
+            for dep in annotated_running_dependencies(&pods[i]) {
+                graph.insert(&dep, x);
+            }
+        }
+    }
+
+    // 3. Delete gating of obsolete, non-terminating Pods.
+    let lingering: HashSet<&str> = obsolete
+        .iter()
+        .filter(|&&i| !pods[i].metadata.is_terminating())
+        .filter_map(|&i| workload_of(&pods[i]))
+        .collect();
+    let components = if lingering.is_empty() {
+        HashMap::new()
+    } else {
+        graph.components(&lingering)
+    };
+    let any_active = |x: &str| {
+        pods_of.get(x).is_some_and(|ix| {
+            ix.iter()
+                .any(|&i| !pods[i].metadata.is_terminating() && is_pending_or_running(states[i]))
+        })
+    };
+    let current_active =
+        |x: &str| live_current(x).is_some_and(|i| is_pending_or_running(states[i]));
+    let mut children: Vec<PodOut> = Vec::with_capacity(pods.len() + workloads.len());
+    let mut kept_for: HashMap<&str, Vec<&str>> = HashMap::new();
+    for &i in &obsolete {
+        let pod = &pods[i];
+        if pod.metadata.is_terminating() {
+            continue;
+        }
+        let d = workload_of(pod);
+        let blockers: Vec<&str> = d
+            .map(|d| {
+                graph
+                    .dependents(d)
+                    .filter(|x| {
+                        let same_loop = matches!(
+                            (components.get(d), components.get(x)),
+                            (Some(a), Some(b)) if a == b
+                        );
+                        if same_loop {
+                            current_active(x)
+                        } else {
+                            any_active(x)
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Left out (deleted now) unless a dependent still needs it.
+        if let (Some(d), false) = (d, blockers.is_empty()) {
+            children.push(rebuilt(pod, namespace));
+            let list = kept_for.entry(d).or_default();
+            for b in blockers {
+                if !list.contains(&b) {
+                    list.push(b);
+                }
+            }
+        }
+    }
+
+    // 4. Each spec workload: keep its current Pod, create it, or wait.
+    let mut status: BTreeMap<String, WorkloadState> = BTreeMap::new();
+    for w in workloads {
+        let d = &desired[w.name];
+        let entry = if let Some(i) = live_current(w.name) {
+            children.push(d.pod(set, namespace));
+            let (state, sub_state) = states[i];
+            WorkloadState {
+                state,
+                sub_state,
+                message: String::new(),
+            }
+        } else if pods_of.contains_key(w.name) {
+            stopping_state(w.name, &kept_for)
+        } else {
+            let unmet: Vec<String> = w
+                .dependencies
+                .iter()
+                .filter(|(dep, cond)| !live_current(dep).is_some_and(|i| holds(*cond, states[i])))
+                .map(|(dep, cond)| {
+                    if desired.contains_key(dep) {
+                        format!("{dep} ({})", cond.as_str())
+                    } else {
+                        format!("{dep} (not in this WorkloadSet)")
+                    }
+                })
+                .collect();
+            if unmet.is_empty() {
+                children.push(d.pod(set, namespace));
+                WorkloadState {
+                    state: PENDING_STARTING.0,
+                    sub_state: PENDING_STARTING.1,
+                    message: String::new(),
+                }
+            } else {
+                WorkloadState {
+                    state: PENDING_WAITING.0,
+                    sub_state: PENDING_WAITING.1,
+                    message: format!("waiting for {}", unmet.join(", ")),
+                }
+            }
+        };
+        status.insert(w.name.to_owned(), entry);
+    }
+    // Workloads that only live on as Pods.
+    for (w, _) in pods_of.iter() {
+        if !desired.contains_key(w) {
+            status.insert((*w).to_owned(), stopping_state(w, &kept_for));
+        }
+    }
+
+    children.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    CompositeResponse {
+        status: SyncStatus::Computed(Status {
+            workloads: status,
+            delete_graph: graph,
+            conditions: vec![valid],
+        }),
+        children,
+        resync_after_seconds: None,
+        finalized: teardown.then_some(pods.is_empty()),
+    }
+}
+
+/// The state of a workload whose Pods are all obsolete or terminating.
+fn stopping_state(w: &str, kept_for: &HashMap<&str, Vec<&str>>) -> WorkloadState {
+    match kept_for.get(w) {
+        Some(blockers) => WorkloadState {
+            state: STOPPING_WAITING.0,
+            sub_state: STOPPING_WAITING.1,
+            message: format!("waiting for dependents to stop: {}", blockers.join(", ")),
+        },
+        None => WorkloadState {
+            state: STOPPING_REQUESTED.0,
+            sub_state: STOPPING_REQUESTED.1,
+            message: String::new(),
+        },
+    }
+}
+
+/// A bad spec: keep every non-terminating Pod, create nothing, keep the previous status (§6.1).
+fn freeze<'a>(
+    pods: &'a [Pod],
+    namespace: &str,
+    previous_status: &Value,
+    valid: Condition,
+) -> SyncResponse<'a> {
+    let copied = |key: &str| {
+        previous_status
+            .get(key)
+            .filter(|v| v.is_object())
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()))
+    };
+    let mut children: Vec<PodOut> = pods
+        .iter()
+        .filter(|p| !p.metadata.is_terminating())
+        .map(|p| rebuilt(p, namespace))
+        .collect();
+    children.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    CompositeResponse {
+        status: SyncStatus::Frozen(Status {
+            workloads: copied("workloads"),
+            delete_graph: copied("deleteGraph"),
+            conditions: vec![valid],
+        }),
+        children,
+        resync_after_seconds: None,
+        finalized: None,
+    }
+}

@@ -1,0 +1,660 @@
+//! Rules of delete-graph.md §3-§8, each test naming the rule it checks.
+
+use super::sync::{reconcile, SyncRequest};
+use crate::contract::decode;
+use serde_json::{json, Value};
+use time::macros::datetime;
+
+const NOW: time::OffsetDateTime = datetime!(2026-06-01 12:00:00 UTC);
+
+fn template(image: &str) -> Value {
+    json!({"spec": {"containers": [{"name": "c", "image": image}]}})
+}
+
+fn workload(deps: Value) -> Value {
+    json!({"dependencies": deps, "template": template("img")})
+}
+
+/// A Pod as Metacontroller sends it. `phase` None = no status yet.
+fn pod(name: &str, workload: &str, phase: Option<&str>, terminating: bool, deps: &str) -> Value {
+    let mut p = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                     "labels": {"metahooks.dev/workload-set": "s", "metahooks.dev/workload": workload},
+                     "annotations": {"metahooks.dev/dependencies": deps},
+                     "managedFields": [{"manager": "kubelet"}]},
+        "spec": {"containers": [{"name": "c", "image": "img"}], "restartPolicy": "Never", "nodeName": "n1"},
+    });
+    if let Some(phase) = phase {
+        p["status"] = json!({"phase": phase});
+    }
+    if terminating {
+        p["metadata"]["deletionTimestamp"] = json!("2026-06-01T11:59:00Z");
+    }
+    p
+}
+
+fn request(workloads: Value, pods: Vec<Value>, finalizing: bool) -> Vec<u8> {
+    let children: serde_json::Map<String, Value> = pods
+        .into_iter()
+        .map(|p| (format!("ns/{}", p["metadata"]["name"].as_str().unwrap()), p))
+        .collect();
+    serde_json::to_vec(&json!({
+        "controller": {"metadata": {"name": "delete-graph"}},
+        "parent": {"apiVersion": "metahooks.dev/v1alpha1", "kind": "WorkloadSet",
+                   "metadata": {"name": "s", "namespace": "ns", "uid": "p", "generation": 2},
+                   "spec": {"workloads": workloads}},
+        "children": {"Pod.v1": children},
+        "related": {},
+        "finalizing": finalizing,
+    }))
+    .unwrap()
+}
+
+fn run(body: &[u8], teardown: bool) -> Value {
+    let req: SyncRequest = decode(body).unwrap();
+    serde_json::to_value(reconcile(&req, teardown, NOW)).unwrap()
+}
+
+fn names(resp: &Value) -> Vec<String> {
+    resp["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn state(resp: &Value, w: &str) -> (String, String) {
+    let e = &resp["status"]["workloads"][w];
+    (
+        e["state"].as_str().unwrap().to_owned(),
+        e["subState"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// The name the hook gives workload `w`'s Pod with the default template.
+fn desired_name(workloads: &Value, w: &str) -> String {
+    let resp = run(&request(workloads.clone(), vec![], false), false);
+    let _ = resp;
+    let spec = json!({"workloads": workloads});
+    let v = super::spec::validate(&spec, "s");
+    let wl = v.workloads.iter().find(|x| x.name == w).unwrap();
+    let mut r = wl.template.clone();
+    r["spec"]
+        .as_object_mut()
+        .unwrap()
+        .insert("restartPolicy".into(), json!(wl.restart_policy.pod_value()));
+    let hash = crate::meta::sha256_hex(crate::meta::canonical_json(&Value::Object(r)).as_bytes());
+    format!("s-{w}-{}", &hash[..10])
+}
+
+fn chain() -> Value {
+    json!({
+        "database": workload(json!({})),
+        "backend": workload(json!({"database": "ADD_COND_RUNNING"})),
+        "frontend": workload(json!({"backend": "ADD_COND_RUNNING"})),
+    })
+}
+
+#[test]
+fn rule_3_pod_name_hash_matches_python_canonical_json() {
+    // python3: json.dumps(R, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    let w = json!({"database": {"template": {"metadata": {"labels": {"tier": "db"}},
+        "spec": {"containers": [{"name": "db", "image": "postgres:16"}]}}}});
+    let resp = run(&request(w, vec![], false), false);
+    assert_eq!(names(&resp), ["s-database-9d3c4a706c"]);
+    let pod = &resp["children"][0];
+    assert_eq!(pod["spec"]["restartPolicy"], "Never");
+    assert_eq!(pod["metadata"]["labels"]["tier"], "db");
+    assert_eq!(pod["metadata"]["labels"]["metahooks.dev/workload-set"], "s");
+    assert_eq!(
+        pod["metadata"]["labels"]["metahooks.dev/workload"],
+        "database"
+    );
+    assert_eq!(
+        pod["metadata"]["annotations"]["metahooks.dev/dependencies"],
+        "{}"
+    );
+    assert_eq!(pod["metadata"]["namespace"], "ns");
+    assert!(pod["metadata"].get("ownerReferences").is_none());
+}
+
+#[test]
+fn rule_3_dependencies_annotation_is_canonical_and_not_hashed() {
+    let a = json!({"b": workload(json!({})), "a": workload(json!({"b": "ADD_COND_SUCCEEDED"}))});
+    let b = json!({"b": workload(json!({})), "a": workload(json!({"b": "ADD_COND_RUNNING"}))});
+    assert_eq!(desired_name(&a, "a"), desired_name(&b, "a"));
+    let pods = vec![pod(
+        &desired_name(&a, "b"),
+        "b",
+        Some("Succeeded"),
+        false,
+        "{}",
+    )];
+    let resp = run(&request(a.clone(), pods, false), false);
+    let created = resp["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metadata"]["labels"]["metahooks.dev/workload"] == "a")
+        .unwrap();
+    assert_eq!(
+        created["metadata"]["annotations"]["metahooks.dev/dependencies"],
+        r#"{"b":"ADD_COND_SUCCEEDED"}"#
+    );
+}
+
+#[test]
+fn rule_5_chain_starts_in_order() {
+    let w = chain();
+    let resp = run(&request(w.clone(), vec![], false), false);
+    assert_eq!(names(&resp), [desired_name(&w, "database")]);
+    assert_eq!(
+        state(&resp, "database"),
+        ("Pending".into(), "Starting".into())
+    );
+    assert_eq!(
+        state(&resp, "backend"),
+        ("Pending".into(), "WaitingToStart".into())
+    );
+    assert_eq!(
+        resp["status"]["workloads"]["backend"]["message"],
+        "waiting for database (ADD_COND_RUNNING)"
+    );
+
+    // database pending: backend still waits.
+    let db = desired_name(&w, "database");
+    let resp = run(
+        &request(
+            w.clone(),
+            vec![pod(&db, "database", Some("Pending"), false, "{}")],
+            false,
+        ),
+        false,
+    );
+    assert_eq!(names(&resp), [db.clone()]);
+
+    // database running: backend is created, frontend waits.
+    let resp = run(
+        &request(
+            w.clone(),
+            vec![pod(&db, "database", Some("Running"), false, "{}")],
+            false,
+        ),
+        false,
+    );
+    let be = desired_name(&w, "backend");
+    assert_eq!(names(&resp), [be.clone(), db.clone()]);
+    assert_eq!(state(&resp, "database"), ("Running".into(), "Ok".into()));
+    assert_eq!(
+        state(&resp, "backend"),
+        ("Pending".into(), "Starting".into())
+    );
+    assert_eq!(
+        state(&resp, "frontend"),
+        ("Pending".into(), "WaitingToStart".into())
+    );
+}
+
+#[test]
+fn rule_5_current_pod_always_returned_even_if_dependency_gone() {
+    let w = chain();
+    let be = desired_name(&w, "backend");
+    // database has no Pod at all, backend's current Pod is running: it is kept.
+    let resp = run(
+        &request(
+            w.clone(),
+            vec![pod(
+                &be,
+                "backend",
+                Some("Running"),
+                false,
+                r#"{"database":"ADD_COND_RUNNING"}"#,
+            )],
+            false,
+        ),
+        false,
+    );
+    assert!(names(&resp).contains(&be));
+}
+
+#[test]
+fn rule_5_add_conditions_succeeded_and_failed() {
+    let w = json!({
+        "job": workload(json!({})),
+        "svc": workload(json!({"job": "ADD_COND_SUCCEEDED"})),
+        "alarm": workload(json!({"job": "ADD_COND_FAILED"})),
+    });
+    let job = desired_name(&w, "job");
+    let svc = desired_name(&w, "svc");
+    let alarm = desired_name(&w, "alarm");
+    let resp = run(
+        &request(
+            w.clone(),
+            vec![pod(&job, "job", Some("Running"), false, "{}")],
+            false,
+        ),
+        false,
+    );
+    assert_eq!(names(&resp), [job.clone()]);
+    let resp = run(
+        &request(
+            w.clone(),
+            vec![pod(&job, "job", Some("Succeeded"), false, "{}")],
+            false,
+        ),
+        false,
+    );
+    assert!(names(&resp).contains(&svc) && !names(&resp).contains(&alarm));
+    let resp = run(
+        &request(
+            w.clone(),
+            vec![pod(&job, "job", Some("Failed"), false, "{}")],
+            false,
+        ),
+        false,
+    );
+    assert!(names(&resp).contains(&alarm) && !names(&resp).contains(&svc));
+    // Failed(Unknown) does not count as a failure.
+    let resp = run(
+        &request(
+            w.clone(),
+            vec![pod(&job, "job", Some("Unknown"), false, "{}")],
+            false,
+        ),
+        false,
+    );
+    assert_eq!(state(&resp, "job"), ("Failed".into(), "Unknown".into()));
+    assert!(!names(&resp).contains(&alarm));
+}
+
+#[test]
+fn rule_5_terminating_or_obsolete_dependency_does_not_satisfy() {
+    let w = chain();
+    let db = desired_name(&w, "database");
+    let resp = run(
+        &request(
+            w.clone(),
+            vec![pod(&db, "database", Some("Running"), true, "{}")],
+            false,
+        ),
+        false,
+    );
+    assert!(
+        names(&resp).is_empty(),
+        "terminating Pods are never returned, backend waits"
+    );
+    assert_eq!(
+        state(&resp, "database"),
+        ("Stopping".into(), "RequestedAtRuntime".into())
+    );
+    let resp = run(
+        &request(
+            w.clone(),
+            vec![pod(
+                "s-database-old",
+                "database",
+                Some("Running"),
+                false,
+                "{}",
+            )],
+            false,
+        ),
+        false,
+    );
+    assert!(!names(&resp).contains(&desired_name(&w, "backend")));
+}
+
+#[test]
+fn rule_6_4_missing_dependency_waits_and_is_named() {
+    let w = json!({"a": workload(json!({"ghost": "ADD_COND_RUNNING"}))});
+    let resp = run(&request(w, vec![], false), false);
+    assert!(names(&resp).is_empty());
+    assert_eq!(
+        resp["status"]["workloads"]["a"]["message"],
+        "waiting for ghost (not in this WorkloadSet)"
+    );
+    assert_eq!(
+        resp["status"]["deleteGraph"],
+        json!({"ghost": {"a": "DelCondNotPendingNorRunning"}})
+    );
+}
+
+#[test]
+fn rule_4_graph_has_only_running_edges_and_obsolete_annotations() {
+    let w = json!({
+        "a": workload(json!({"b": "ADD_COND_RUNNING", "c": "ADD_COND_SUCCEEDED", "d": "ADD_COND_FAILED"})),
+        "b": workload(json!({})), "c": workload(json!({})), "d": workload(json!({})),
+    });
+    let pods = vec![
+        // obsolete Pod of a workload no longer in the spec, with a RUNNING edge on c.
+        pod(
+            "s-old-1",
+            "old",
+            Some("Running"),
+            false,
+            r#"{"c":"ADD_COND_RUNNING","d":"BOGUS"}"#,
+        ),
+        // a current Pod's own annotation is ignored.
+        pod(
+            &desired_name(&w, "b"),
+            "b",
+            Some("Running"),
+            false,
+            r#"{"d":"ADD_COND_RUNNING"}"#,
+        ),
+        // unparsable annotation: no edges.
+        pod("s-old-2", "old2", Some("Running"), true, "not json"),
+    ];
+    let resp = run(&request(w, pods, false), false);
+    assert_eq!(
+        resp["status"]["deleteGraph"],
+        json!({"b": {"a": "DelCondNotPendingNorRunning"}, "c": {"old": "DelCondNotPendingNorRunning"}})
+    );
+}
+
+#[test]
+fn rule_5_removing_a_dependency_waits_for_its_running_dependent() {
+    // database was removed from the spec; backend (still in the spec) runs and needs it.
+    let w = json!({"backend": workload(json!({"database": "ADD_COND_RUNNING"}))});
+    let be = desired_name(&w, "backend");
+    let pods = vec![
+        pod(
+            "s-database-1234567890",
+            "database",
+            Some("Running"),
+            false,
+            "{}",
+        ),
+        pod(
+            &be,
+            "backend",
+            Some("Running"),
+            false,
+            r#"{"database":"ADD_COND_RUNNING"}"#,
+        ),
+    ];
+    let resp = run(&request(w.clone(), pods, false), false);
+    assert_eq!(
+        names(&resp),
+        [be.clone(), "s-database-1234567890".to_owned()]
+    );
+    assert_eq!(
+        state(&resp, "database"),
+        ("Stopping".into(), "WaitingToStop".into())
+    );
+    assert_eq!(
+        resp["status"]["workloads"]["database"]["message"],
+        "waiting for dependents to stop: backend"
+    );
+    // The kept obsolete Pod is rebuilt: no status, no server-set metadata, spec as observed.
+    let kept = &resp["children"][1];
+    assert!(kept.get("status").is_none());
+    assert!(
+        kept["metadata"].get("uid").is_none() && kept["metadata"].get("managedFields").is_none()
+    );
+    assert_eq!(kept["spec"]["nodeName"], "n1");
+
+    // Once backend is Succeeded (not pending nor running), database goes.
+    let pods = vec![
+        pod(
+            "s-database-1234567890",
+            "database",
+            Some("Running"),
+            false,
+            "{}",
+        ),
+        pod(&be, "backend", Some("Succeeded"), false, "{}"),
+    ];
+    let resp = run(&request(w, pods, false), false);
+    assert_eq!(names(&resp), [be]);
+    assert_eq!(
+        state(&resp, "database"),
+        ("Stopping".into(), "RequestedAtRuntime".into())
+    );
+}
+
+#[test]
+fn rule_6_3_update_is_delete_then_create() {
+    let mut old = chain();
+    old.as_object_mut().unwrap().remove("frontend");
+    let mut new = old.clone();
+    new["database"]["template"] = template("postgres:17");
+    let old_db = desired_name(&old, "database");
+    let new_db = desired_name(&new, "database");
+    assert_ne!(old_db, new_db);
+    let be = desired_name(&new, "backend");
+    let running_be = pod(
+        &be,
+        "backend",
+        Some("Running"),
+        false,
+        r#"{"database":"ADD_COND_RUNNING"}"#,
+    );
+
+    // 1. backend runs: the old database Pod waits, the new one is not created.
+    let resp = run(
+        &request(
+            new.clone(),
+            vec![
+                pod(&old_db, "database", Some("Running"), false, "{}"),
+                running_be.clone(),
+            ],
+            false,
+        ),
+        false,
+    );
+    assert_eq!(names(&resp), [be.clone(), old_db.clone()]);
+    assert_eq!(
+        state(&resp, "database"),
+        ("Stopping".into(), "WaitingToStop".into())
+    );
+
+    // 2. backend gone: old database Pod left out, new not created in the same sync.
+    let resp = run(
+        &request(
+            new.clone(),
+            vec![pod(&old_db, "database", Some("Running"), false, "{}")],
+            false,
+        ),
+        false,
+    );
+    assert!(names(&resp).is_empty());
+    assert_eq!(
+        state(&resp, "database"),
+        ("Stopping".into(), "RequestedAtRuntime".into())
+    );
+
+    // 3. while terminating nothing is created.
+    let resp = run(
+        &request(
+            new.clone(),
+            vec![pod(&old_db, "database", Some("Running"), true, "{}")],
+            false,
+        ),
+        false,
+    );
+    assert!(names(&resp).is_empty());
+
+    // 4. gone: the new one is created.
+    let resp = run(&request(new.clone(), vec![], false), false);
+    assert_eq!(names(&resp), [new_db]);
+}
+
+#[test]
+fn rule_5_deadlock_breaker_for_reversed_dependencies() {
+    // Old Pods recorded a needs b and b needs a (specs changed in between); both obsolete.
+    let w = json!({});
+    let pods = vec![
+        pod(
+            "s-a-old",
+            "a",
+            Some("Running"),
+            false,
+            r#"{"b":"ADD_COND_RUNNING"}"#,
+        ),
+        pod(
+            "s-b-old",
+            "b",
+            Some("Running"),
+            false,
+            r#"{"a":"ADD_COND_RUNNING"}"#,
+        ),
+    ];
+    let resp = run(&request(w, pods, false), false);
+    assert!(
+        names(&resp).is_empty(),
+        "neither blocks the other inside one loop"
+    );
+}
+
+#[test]
+fn rule_8_teardown_in_reverse_order_and_finalized_only_when_empty() {
+    let w = chain();
+    let db = desired_name(&w, "database");
+    let be = desired_name(&w, "backend");
+    let fe = desired_name(&w, "frontend");
+    let p = |n: &str, wl: &str, deps: &str, term: bool| pod(n, wl, Some("Running"), term, deps);
+    let all = || {
+        vec![
+            p(&db, "database", "{}", false),
+            p(&be, "backend", r#"{"database":"ADD_COND_RUNNING"}"#, false),
+            p(&fe, "frontend", r#"{"backend":"ADD_COND_RUNNING"}"#, false),
+        ]
+    };
+    let resp = run(&request(w.clone(), all(), true), true);
+    assert_eq!(names(&resp), [be.clone(), db.clone()]);
+    assert_eq!(resp["finalized"], false);
+    // frontend terminating: backend may go, database waits.
+    let mut pods = all();
+    pods[2] = p(&fe, "frontend", r#"{"backend":"ADD_COND_RUNNING"}"#, true);
+    let resp = run(&request(w.clone(), pods, true), true);
+    assert_eq!(names(&resp), [db.clone()]);
+    // nothing is ever created, finalized only once no Pod is observed.
+    let resp = run(
+        &request(w.clone(), vec![p(&db, "database", "{}", true)], true),
+        true,
+    );
+    assert!(names(&resp).is_empty());
+    assert_eq!(resp["finalized"], false);
+    let resp = run(&request(w, vec![], true), true);
+    assert_eq!(resp["finalized"], true);
+    assert!(names(&resp).is_empty());
+}
+
+#[test]
+fn rule_6_1_cycle_freezes_without_deleting() {
+    let w = json!({
+        "a": workload(json!({"b": "ADD_COND_RUNNING"})),
+        "b": workload(json!({"a": "ADD_COND_RUNNING"})),
+    });
+    let pods = vec![
+        pod("s-a-1", "a", Some("Running"), false, "{}"),
+        pod("s-gone-1", "gone", Some("Running"), false, "{}"),
+        pod("s-z-1", "z", Some("Running"), true, "{}"),
+    ];
+    let mut body: Value = serde_json::from_slice(&request(w, pods, false)).unwrap();
+    body["parent"]["status"] = json!({"workloads": {"a": {"state": "Running", "subState": "Ok", "message": ""}},
+                                      "deleteGraph": {"b": {"a": "DelCondNotPendingNorRunning"}}});
+    let resp = run(&serde_json::to_vec(&body).unwrap(), false);
+    assert_eq!(names(&resp), ["s-a-1", "s-gone-1"]);
+    assert_eq!(
+        resp["status"]["workloads"],
+        body["parent"]["status"]["workloads"]
+    );
+    assert_eq!(
+        resp["status"]["deleteGraph"],
+        body["parent"]["status"]["deleteGraph"]
+    );
+    let valid = &resp["status"]["conditions"][0];
+    assert_eq!(valid["type"], "Valid");
+    assert_eq!(valid["status"], "False");
+    assert_eq!(valid["reason"], "CycleInDependencies");
+    assert_eq!(
+        valid["message"],
+        "workload dependency 'a' is part of a cycle."
+    );
+    assert_eq!(valid["observedGeneration"], 2);
+}
+
+#[test]
+fn rule_6_1_invalid_spec_freezes_with_empty_status_when_none() {
+    let w = json!({"a": {"template": {"spec": {"containers": []}}}});
+    let resp = run(
+        &request(w, vec![pod("s-a-1", "a", None, false, "{}")], false),
+        false,
+    );
+    assert_eq!(names(&resp), ["s-a-1"]);
+    assert_eq!(resp["status"]["workloads"], json!({}));
+    assert_eq!(resp["status"]["deleteGraph"], json!({}));
+    assert_eq!(resp["status"]["conditions"][0]["reason"], "InvalidSpec");
+    assert!(resp.get("finalized").is_none());
+}
+
+#[test]
+fn rule_8_bad_spec_does_not_freeze_teardown() {
+    let w = json!({"a": workload(json!({"a": "ADD_COND_RUNNING"}))});
+    let resp = run(
+        &request(
+            w,
+            vec![pod("s-a-1", "a", Some("Running"), false, "{}")],
+            true,
+        ),
+        true,
+    );
+    assert!(names(&resp).is_empty());
+    assert_eq!(resp["status"]["conditions"][0]["status"], "False");
+    assert_eq!(resp["finalized"], false);
+}
+
+#[test]
+fn rule_7_valid_condition_keeps_transition_time() {
+    let w = json!({"a": workload(json!({}))});
+    let mut body: Value = serde_json::from_slice(&request(w, vec![], false)).unwrap();
+    body["parent"]["status"] = json!({"conditions": [{"type": "Valid", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z", "reason": "Valid", "message": ""}]});
+    let resp = run(&serde_json::to_vec(&body).unwrap(), false);
+    assert_eq!(
+        resp["status"]["conditions"][0]["lastTransitionTime"],
+        "2026-01-01T00:00:00Z"
+    );
+    assert_eq!(resp["status"]["conditions"][0]["reason"], "Valid");
+    assert!(resp.get("resyncAfterSeconds").is_none());
+}
+
+#[test]
+fn rule_1_v1_and_v2_keys_give_the_same_answer() {
+    let w = chain();
+    let db = desired_name(&w, "database");
+    let body = request(
+        w,
+        vec![pod(&db, "database", Some("Running"), false, "{}")],
+        false,
+    );
+    let mut v1: Value = serde_json::from_slice(&body).unwrap();
+    let pods = v1["children"]["Pod.v1"].as_object().unwrap().clone();
+    v1["children"]["Pod.v1"] = Value::Object(
+        pods.into_iter()
+            .map(|(k, v)| (k.split('/').nth(1).unwrap().to_owned(), v))
+            .collect(),
+    );
+    assert_eq!(
+        run(&body, false),
+        run(&serde_json::to_vec(&v1).unwrap(), false)
+    );
+}
+
+#[test]
+fn rule_1_output_is_deterministic() {
+    let w = chain();
+    let db = desired_name(&w, "database");
+    let body = request(
+        w,
+        vec![pod(&db, "database", Some("Running"), false, "{}")],
+        false,
+    );
+    let req: SyncRequest = decode(&body).unwrap();
+    let a = serde_json::to_string(&reconcile(&req, false, NOW)).unwrap();
+    let b = serde_json::to_string(&reconcile(&req, false, NOW)).unwrap();
+    assert_eq!(a, b);
+}
