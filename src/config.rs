@@ -66,7 +66,22 @@ pub struct ServeConfig {
     pub drain_timeout: Duration,
 }
 
+/// `metahooks serve`'s flags alone, to build a [`ServeConfig`] from arguments (tests, embedding).
+#[derive(clap::Parser, Debug)]
+#[command(name = "metahooks serve")]
+struct ServeArgs {
+    #[command(flatten)]
+    config: ServeConfig,
+}
+
 impl ServeConfig {
+    /// Parses `serve` flags; `&[]` gives the defaults (environment variables still apply).
+    pub fn from_args(args: &[&str]) -> Result<Self, clap::Error> {
+        use clap::Parser;
+        let argv = std::iter::once("metahooks-serve").chain(args.iter().copied());
+        Ok(ServeArgs::try_parse_from(argv)?.config)
+    }
+
     pub fn tls_enabled(&self) -> bool {
         self.tls_self_signed || self.tls_cert.is_some()
     }

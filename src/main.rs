@@ -39,6 +39,9 @@ enum Command {
         hook: String,
         /// Request JSON; `-` or absent reads stdin.
         file: Option<PathBuf>,
+        /// The hook's `now` (RFC 3339) instead of the clock, to reproduce a fixture.
+        #[arg(long)]
+        now: Option<String>,
     },
     /// Print the hook table: id, route, kind.
     List,
@@ -59,14 +62,21 @@ enum Command {
     },
 }
 
-fn main() -> Result<()> {
+fn main() {
     let cli = Cli::parse();
+    if let Err(e) = dispatch(cli) {
+        eprintln!("metahooks: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Serve(config) => {
             init_logging(cli.log_format);
             serve(*config)
         }
-        Command::Run { hook, file } => run_hook(&hook, file),
+        Command::Run { hook, file, now } => run_hook(&hook, file, now.as_deref()),
         Command::List => {
             println!("{:<34} {:<36} KIND", "ID", "ROUTE");
             for hook in HOOKS {
@@ -122,7 +132,12 @@ async fn wait_for_signal() {
     }
 }
 
-fn run_hook(id: &str, file: Option<PathBuf>) -> Result<()> {
+fn run_hook(id: &str, file: Option<PathBuf>, now: Option<&str>) -> Result<()> {
+    let now = match now {
+        Some(text) => metahooks_hooks::meta::parse_rfc3339(text)
+            .ok_or_else(|| anyhow!("--now '{text}' is not an RFC 3339 timestamp"))?,
+        None => time::OffsetDateTime::now_utc(),
+    };
     let hook = registry::find(id)
         .ok_or_else(|| anyhow!("unknown hook '{id}'; `metahooks list` shows the hooks"))?;
     let body = match file {
@@ -138,10 +153,7 @@ fn run_hook(id: &str, file: Option<PathBuf>) -> Result<()> {
         }
     };
     let mut rng = rand_core::OsRng;
-    let mut ctx = HookContext {
-        now: time::OffsetDateTime::now_utc(),
-        rng: &mut rng,
-    };
+    let mut ctx = HookContext { now, rng: &mut rng };
     match (hook.run)(&body, &mut ctx) {
         Ok(output) => {
             println!("{}", String::from_utf8_lossy(&output.body));

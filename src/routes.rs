@@ -46,12 +46,19 @@ pub struct AppState {
     pub metrics: Metrics,
     /// False until the listeners are bound and again once draining starts.
     pub ready: AtomicBool,
+    /// The `now` handed to hooks; tests fix it so that golden responses are exact.
+    pub clock: fn() -> time::OffsetDateTime,
     in_flight: Arc<Semaphore>,
 }
 
 impl AppState {
     pub fn new(limits: Limits) -> Arc<Self> {
+        Self::with_clock(limits, time::OffsetDateTime::now_utc)
+    }
+
+    pub fn with_clock(limits: Limits, clock: fn() -> time::OffsetDateTime) -> Arc<Self> {
         Arc::new(AppState {
+            clock,
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),
             limits,
             metrics: Metrics::default(),
@@ -129,7 +136,7 @@ async fn handle_hook(hook: &'static Hook, state: Arc<AppState>, req: Request) ->
         name = Empty,
         uid = Empty
     );
-    let work = run_hook(hook, &state.limits, req).instrument(span.clone());
+    let work = run_hook(hook, &state, req).instrument(span.clone());
     let result = match tokio::time::timeout(state.limits.request_timeout, work).await {
         Ok(result) => result,
         Err(_) => Err(ApiError::Timeout),
@@ -149,9 +156,10 @@ async fn handle_hook(hook: &'static Hook, state: Arc<AppState>, req: Request) ->
 
 async fn run_hook(
     hook: &'static Hook,
-    limits: &Limits,
+    state: &AppState,
     req: Request,
 ) -> Result<Response, ApiError> {
+    let limits = &state.limits;
     check_json_content_type(&req)?;
     let limit = if hook.kind.is_admission() {
         limits.admission_body
@@ -170,7 +178,7 @@ async fn run_hook(
 
     let mut rng = rand_core::OsRng;
     let mut ctx = HookContext {
-        now: time::OffsetDateTime::now_utc(),
+        now: (state.clock)(),
         rng: &mut rng,
     };
     let output = (hook.run)(&body, &mut ctx).map_err(ApiError::BadRequest)?;

@@ -32,10 +32,96 @@ use serde::{Deserialize, Serialize};
 /// Trailing bytes after the JSON document are an error.
 pub fn decode<'de, T: Deserialize<'de>>(body: &'de [u8]) -> Result<T, RequestError> {
     let mut de = serde_json::Deserializer::from_slice(body);
-    let value = serde_path_to_error::deserialize(&mut de)
-        .map_err(|e| RequestError::new(e.path(), e.inner()))?;
-    de.end().map_err(|e| RequestError::new(".", e))?;
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let message = redact_strings(&e.inner().to_string());
+        let path = e.path().to_string();
+        // serde names a missing field in the message; put it in the path as well.
+        let missing = message
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split('`').next())
+            .map(str::to_owned);
+        match missing {
+            Some(field) if path == "." => RequestError::new(field, message),
+            Some(field) => RequestError::new(format!("{path}.{field}"), message),
+            None => RequestError::new(path, message),
+        }
+    })?;
+    de.end()
+        .map_err(|e| RequestError::new(".", redact_strings(&e.to_string())))?;
     Ok(value)
+}
+
+/// serde quotes the offending string in type errors (`invalid type: string "…", expected …`);
+/// that string may be Secret data, so it is cut out of every message that leaves a hook.
+fn redact_strings(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("string \"") {
+        out.push_str(&rest[..at]);
+        out.push_str("a string");
+        let quoted = &rest[at + "string \"".len()..];
+        let mut escaped = false;
+        let mut end = quoted.len();
+        for (i, c) in quoted.char_indices() {
+            match c {
+                '\\' if !escaped => escaped = true,
+                '"' if !escaped => {
+                    end = i + 1;
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        rest = &quoted[end.min(quoted.len())..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Probe {
+        parent: ProbeParent,
+    }
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct ProbeParent {
+        generation: i64,
+    }
+
+    #[test]
+    fn decode_names_the_path_and_hides_string_values() {
+        let e = decode::<Probe>(br#"{"parent": {"generation": "-----BEGIN PRIVATE KEY-----\"x"}}"#)
+            .unwrap_err();
+        assert_eq!(e.path, "parent.generation");
+        assert!(
+            e.message
+                .starts_with("invalid type: a string, expected i64"),
+            "{}",
+            e.message
+        );
+        assert!(!e.message.contains("PRIVATE"));
+    }
+
+    #[test]
+    fn decode_puts_a_missing_field_into_the_path() {
+        let e = decode::<Probe>(br#"{"parent": {}}"#).unwrap_err();
+        assert_eq!(e.path, "parent.generation");
+        let e = decode::<Probe>(br#"{}"#).unwrap_err();
+        assert_eq!(e.path, "parent");
+    }
+
+    #[test]
+    fn decode_rejects_trailing_bytes_and_deep_nesting() {
+        assert!(decode::<Value>(b"{} x").is_err());
+        let deep = "[".repeat(10_000);
+        assert!(decode::<Value>(deep.as_bytes()).is_err());
+    }
 }
 
 /// Encodes a response. The wire types serialize infallibly (string keys, no floats that could be

@@ -1,0 +1,177 @@
+//! Helpers shared by the integration tests: an in-process server on loopback port 0, a tiny
+//! HTTP/1.1 client over std sockets (so tests can send partial bodies), and a TLS client that
+//! reports the certificate the server presented.
+#![allow(dead_code)]
+
+use metahooks::config::ServeConfig;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A server running on its own runtime thread; stopped and drained on drop.
+pub struct TestServer {
+    pub http: SocketAddr,
+    pub https: Option<SocketAddr>,
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TestServer {
+    /// Starts `metahooks serve` with these flags plus loopback port-0 listeners.
+    pub fn start(flags: &[&str]) -> TestServer {
+        let mut args = vec!["--listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0"];
+        args.extend_from_slice(flags);
+        let config = ServeConfig::from_args(&args).expect("flags");
+        let (addr_tx, addr_rx) = mpsc::channel();
+        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let server = metahooks::start(&config).await.expect("server starts");
+                addr_tx.send((server.http_addr, server.https_addr)).unwrap();
+                let _ = tokio::task::spawn_blocking(move || stop_rx.recv()).await;
+                server.shutdown();
+                server.wait().await.unwrap();
+            });
+        });
+        let (http, https) = addr_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("server address");
+        TestServer {
+            http,
+            https,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    pub fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(self.http).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A parsed HTTP/1.1 response.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("JSON body")
+    }
+}
+
+/// Head of a POST with a JSON body of `len` bytes.
+pub fn post_head(path: &str, content_type: &str, len: usize) -> String {
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: test\r\nContent-Type: {content_type}\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+    )
+}
+
+/// Sends one request on a new connection and reads the whole response.
+pub fn request(server: &TestServer, raw: &[u8]) -> Reply {
+    let mut s = server.connect();
+    s.write_all(raw).unwrap();
+    read_reply(&mut s)
+}
+
+pub fn post(server: &TestServer, path: &str, body: &[u8]) -> Reply {
+    let mut raw = post_head(path, "application/json", body.len()).into_bytes();
+    raw.extend_from_slice(body);
+    request(server, &raw)
+}
+
+pub fn get(server: &TestServer, path: &str) -> Reply {
+    request(
+        server,
+        format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+}
+
+/// Reads a response of a `Connection: close` exchange (Content-Length or read to end).
+pub fn read_reply(s: &mut impl Read) -> Reply {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16384];
+    let head_end = loop {
+        if let Some(i) = find(&buf, b"\r\n\r\n") {
+            break i;
+        }
+        let n = s.read(&mut chunk).expect("read response");
+        assert!(
+            n > 0,
+            "connection closed before a response: {:?}",
+            String::from_utf8_lossy(&buf)
+        );
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let mut body = buf[head_end + 4..].to_vec();
+    let len = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .map(|(_, v)| v.parse::<usize>().unwrap());
+    loop {
+        if len.is_some_and(|l| body.len() >= l) {
+            break;
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => body.extend_from_slice(&chunk[..n]),
+        }
+    }
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The path of a fixture file under `fixtures/`.
+pub fn fixture(rel: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel)
+}

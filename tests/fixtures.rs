@@ -1,0 +1,87 @@
+//! Every golden pair under fixtures/ through the real router (no socket): adding
+//! `fixtures/<controller>/<hook>-<case>.request.json` and its `.response.json` adds a test.
+//! The clock is fixed at FIXTURE_NOW so that timestamps in the golden responses are exact.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::Request;
+use http_body_util::BodyExt;
+use metahooks::config::ServeConfig;
+use metahooks::{router, AppState, Limits};
+use std::path::Path;
+use tower::ServiceExt;
+
+/// The `now` of every fixture: 2026-06-01T12:00:00Z.
+fn fixture_now() -> time::OffsetDateTime {
+    time::macros::datetime!(2026-06-01 12:00:00 UTC)
+}
+
+async fn answer(route: &str, body: Vec<u8>) -> (u16, serde_json::Value) {
+    let config = ServeConfig::from_args(&[]).unwrap();
+    let app = router(AppState::with_clock(Limits::from(&config), fixture_now));
+    let response = app
+        .oneshot(
+            Request::post(route)
+                .header("content-type", "application/json")
+                .body(Body::from(body))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    assert!(!bytes.is_empty(), "{route}: empty body");
+    (
+        status,
+        serde_json::from_slice(&bytes).expect("JSON response"),
+    )
+}
+
+#[tokio::test]
+async fn every_fixture_pair_matches_its_golden_response() {
+    let root = common::fixture("");
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    let mut controllers: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().collect();
+    controllers.sort_by_key(|e| e.file_name());
+    for controller in controllers.into_iter().filter(|e| e.path().is_dir()) {
+        let mut files: Vec<_> = std::fs::read_dir(controller.path())
+            .unwrap()
+            .flatten()
+            .collect();
+        files.sort_by_key(|e| e.file_name());
+        for file in files {
+            let name = file.file_name().to_string_lossy().into_owned();
+            let Some(case) = name.strip_suffix(".request.json") else {
+                continue;
+            };
+            let hook = case.split('-').next().unwrap();
+            let route = format!("/{}/{hook}", controller.file_name().to_string_lossy());
+            let expected_path = controller.path().join(format!("{case}.response.json"));
+            let expected = read_json(&expected_path);
+            let (status, actual) = answer(&route, std::fs::read(file.path()).unwrap()).await;
+            let expected_status = if expected.get("error").is_some() {
+                400
+            } else {
+                200
+            };
+            if status != expected_status || actual != expected {
+                failures.push(format!(
+                    "{route} {case}: status {status} (want {expected_status})\n got: {}\nwant: {}",
+                    serde_json::to_string_pretty(&actual).unwrap(),
+                    serde_json::to_string_pretty(&expected).unwrap()
+                ));
+            }
+            checked += 1;
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(checked > 0, "no fixtures found under {}", root.display());
+    eprintln!("{checked} fixture pairs matched");
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read(path).unwrap_or_else(|_| panic!("missing {}", path.display()));
+    serde_json::from_slice(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
