@@ -46,8 +46,11 @@ fn stamp(path: &Path) -> std::io::Result<Stamp> {
 #[derive(Debug)]
 pub struct ReloadingResolver {
     files: Option<(PathBuf, PathBuf)>,
-    current: Mutex<(Option<(Stamp, Stamp)>, Arc<CertifiedKey>)>,
+    current: Mutex<Loaded>,
 }
+
+/// The certificate in use and the stamps of the files it was read from (none when self-signed).
+type Loaded = (Option<(Stamp, Stamp)>, Arc<CertifiedKey>);
 
 impl ReloadingResolver {
     pub fn new(source: &CertSource) -> Result<Self> {

@@ -78,6 +78,15 @@ fn redact_strings(message: &str) -> String {
     out
 }
 
+/// Encodes a response. The wire types serialize infallibly (string keys, no floats that could be
+/// NaN), so a failure here is a programming error reported as a request error rather than a panic.
+pub fn encode<T: Serialize>(response: &T) -> Result<Vec<u8>, RequestError> {
+    let mut out = Vec::with_capacity(4096);
+    serde_json::to_writer(&mut out, response)
+        .map_err(|e| RequestError::new(".", format!("response could not be encoded: {e}")))?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,13 +131,4 @@ mod tests {
         let deep = "[".repeat(10_000);
         assert!(decode::<Value>(deep.as_bytes()).is_err());
     }
-}
-
-/// Encodes a response. The wire types serialize infallibly (string keys, no floats that could be
-/// NaN), so a failure here is a programming error reported as a request error rather than a panic.
-pub fn encode<T: Serialize>(response: &T) -> Result<Vec<u8>, RequestError> {
-    let mut out = Vec::with_capacity(4096);
-    serde_json::to_writer(&mut out, response)
-        .map_err(|e| RequestError::new(".", format!("response could not be encoded: {e}")))?;
-    Ok(out)
 }

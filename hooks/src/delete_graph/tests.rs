@@ -173,7 +173,7 @@ fn rule_5_chain_starts_in_order() {
         ),
         false,
     );
-    assert_eq!(names(&resp), [db.clone()]);
+    assert_eq!(names(&resp), vec![db.clone()]);
 
     // database running: backend is created, frontend waits.
     let resp = run(
@@ -237,7 +237,7 @@ fn rule_5_add_conditions_succeeded_and_failed() {
         ),
         false,
     );
-    assert_eq!(names(&resp), [job.clone()]);
+    assert_eq!(names(&resp), vec![job.clone()]);
     let resp = run(
         &request(
             w.clone(),
@@ -530,7 +530,7 @@ fn rule_8_teardown_in_reverse_order_and_finalized_only_when_empty() {
     let mut pods = all();
     pods[2] = p(&fe, "frontend", r#"{"backend":"ADD_COND_RUNNING"}"#, true);
     let resp = run(&request(w.clone(), pods, true), true);
-    assert_eq!(names(&resp), [db.clone()]);
+    assert_eq!(names(&resp), vec![db.clone()]);
     // nothing is ever created, finalized only once no Pod is observed.
     let resp = run(
         &request(w.clone(), vec![p(&db, "database", "{}", true)], true),

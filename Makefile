@@ -1,0 +1,46 @@
+# Thin wrappers so that people and CI run the same commands.
+CARGO ?= cargo
+LISTEN ?= 127.0.0.1:8080
+PYTHON ?= python3
+VENV ?= .venv
+
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -ec
+
+.PHONY: build run test lint fmt demo bench e2e manifests-check clean
+
+build:
+	$(CARGO) build --release
+
+## Serve every hook on $(LISTEN) (HTTP) and 127.0.0.1:8443 (HTTPS, self-signed).
+run:
+	$(CARGO) run --release -- --log-format pretty serve --listen $(LISTEN) --tls-self-signed
+
+## Unit, fixture, HTTP and end-to-end tests of the whole workspace.
+test:
+	@mkdir -p target
+	$(CARGO) test --workspace --all-targets 2>&1 | tee target/test.log
+	@awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: %d passed, %d failed\n", p, f }' target/test.log
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+## Start the server and curl a fixture through it.
+demo: build
+	@./target/release/metahooks --log-format pretty serve --listen $(LISTEN) & pid=$$!; \
+	trap "kill $$pid" EXIT; \
+	for i in $$(seq 50); do curl -sf http://$(LISTEN)/readyz >/dev/null && break; sleep 0.1; done; \
+	echo "POST /delete-graph/sync fixtures/delete-graph/sync-chain-database-running.request.json"; \
+	curl -sS -H 'Content-Type: application/json' \
+	  --data-binary @fixtures/delete-graph/sync-chain-database-running.request.json \
+	  http://$(LISTEN)/delete-graph/sync; echo
+
+bench:
+	$(CARGO) bench --workspace
+
+clean:
+	$(CARGO) clean
