@@ -3,6 +3,7 @@
 //! or draws randomness of its own: `now` and the random source come in through [`HookContext`].
 #![forbid(unsafe_code)]
 
+pub mod app_discovery;
 pub mod contract;
 pub mod delete_graph;
 pub mod error;

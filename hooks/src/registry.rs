@@ -3,8 +3,8 @@
 //! Adding a hook is one line here plus its module.
 
 use crate::contract::{encode, ObjectMeta};
-use crate::delete_graph;
 use crate::RequestError;
+use crate::{app_discovery, delete_graph};
 use rand_core::CryptoRngCore;
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -102,6 +102,24 @@ impl Hook {
 
 /// Every hook metahooks serves.
 pub const HOOKS: &[Hook] = &[
+    hook(
+        "app-discovery/sync",
+        HookKind::CompositeSync,
+        "AppDiscovery: KeptnApps from KeptnAppCreationRequests and KeptnWorkloads",
+        app_discovery::sync_hook,
+    ),
+    hook(
+        "app-discovery/customize",
+        HookKind::Customize,
+        "the namespace's KeptnWorkloads and KeptnApps as related",
+        app_discovery::customize_hook,
+    ),
+    hook(
+        "app-discovery/mutate",
+        HookKind::MutatingAdmission,
+        "labels new KeptnAppCreationRequests for adoption",
+        app_discovery::mutate_hook,
+    ),
     hook(
         "delete-graph/sync",
         HookKind::CompositeSync,

@@ -4,9 +4,18 @@ use super::ObjectMap;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
-/// The body Metacontroller POSTs to a composite `sync` or `finalize` hook.
+/// The body Metacontroller POSTs to a composite `sync` or `finalize` hook. `Children` and
+/// `Related` are the decoded object maps: usually [`ObjectMap<T>`], or a hook's own type when one
+/// map holds several kinds that decode differently.
 #[derive(Debug, Deserialize)]
-pub struct CompositeRequest<Parent, Child = IgnoredAny, Related = IgnoredAny> {
+#[serde(bound(
+    deserialize = "Parent: Deserialize<'de>, Children: Deserialize<'de> + Default, Related: Deserialize<'de> + Default"
+))]
+pub struct CompositeRequest<
+    Parent,
+    Children = ObjectMap<IgnoredAny>,
+    Related = ObjectMap<IgnoredAny>,
+> {
     /// The CompositeController itself; no hook reads it (names come from the objects, so both
     /// hook versions work without looking at `spec.hooks.*.version`).
     #[serde(default)]
@@ -14,10 +23,10 @@ pub struct CompositeRequest<Parent, Child = IgnoredAny, Related = IgnoredAny> {
     pub parent: Parent,
     /// Children this parent owns, keyed by `<Kind>.<apiVersion>`.
     #[serde(default)]
-    pub children: ObjectMap<Child>,
+    pub children: Children,
     /// Objects selected by the customize hook.
     #[serde(default)]
-    pub related: ObjectMap<Related>,
+    pub related: Related,
     /// `true` when Metacontroller calls the finalize hook.
     #[serde(default)]
     pub finalizing: bool,

@@ -8,14 +8,21 @@ use std::collections::BTreeMap;
 /// The body Metacontroller POSTs to a decorator `sync` or `finalize` hook: the target is
 /// `object`, its children are `attachments`.
 #[derive(Debug, Deserialize)]
-pub struct DecoratorRequest<Target, Attachment = IgnoredAny, Related = IgnoredAny> {
+#[serde(bound(
+    deserialize = "Target: Deserialize<'de>, Attachments: Deserialize<'de> + Default, Related: Deserialize<'de> + Default"
+))]
+pub struct DecoratorRequest<
+    Target,
+    Attachments = ObjectMap<IgnoredAny>,
+    Related = ObjectMap<IgnoredAny>,
+> {
     #[serde(default)]
     pub controller: IgnoredAny,
     pub object: Target,
     #[serde(default)]
-    pub attachments: ObjectMap<Attachment>,
+    pub attachments: Attachments,
     #[serde(default)]
-    pub related: ObjectMap<Related>,
+    pub related: Related,
     #[serde(default)]
     pub finalizing: bool,
 }

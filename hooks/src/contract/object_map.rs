@@ -60,8 +60,9 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectMap<T> {
     }
 }
 
-/// One inner map, keys dropped, values kept in request order; `null` is empty.
-struct Objects<T>(Vec<T>);
+/// One inner map, keys dropped, values kept in request order; `null` is empty. Hooks whose maps
+/// hold several types decode each type key with its own `Objects<T>`.
+pub struct Objects<T>(pub Vec<T>);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Objects<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

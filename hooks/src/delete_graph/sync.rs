@@ -2,7 +2,7 @@
 
 use super::graph::DeleteGraph;
 use super::spec::{validate, AddCondition, Workload};
-use crate::contract::{lenient_string, CompositeRequest, CompositeResponse, Object};
+use crate::contract::{lenient_string, CompositeRequest, CompositeResponse, Object, ObjectMap};
 use crate::meta::{canonical_json, sha256_hex, Condition, PreviousConditions};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -28,7 +28,7 @@ pub struct PodStatus {
 /// An observed Pod: its spec is kept as raw JSON, to be returned untouched when the Pod is kept.
 pub type Pod = Object<Option<Box<RawValue>>, PodStatus>;
 
-pub type SyncRequest = CompositeRequest<WorkloadSet, Pod>;
+pub type SyncRequest = CompositeRequest<WorkloadSet, ObjectMap<Pod>>;
 
 /// A child Pod in the response.
 #[derive(Debug, Serialize)]

@@ -1,0 +1,99 @@
+//! app-discovery: Keptn's automatic application discovery as Metacontroller hooks
+//! (../shared/spec/app-discovery.md).
+
+pub mod sync;
+pub mod version;
+
+use crate::contract::{
+    decode, escape_pointer, AdmissionResponse, AdmissionReview, CustomizeRequest,
+    CustomizeResponse, Object, PatchOp, RelatedResourceRule,
+};
+use crate::registry::{HookContext, HookOutput, Subject};
+use crate::RequestError;
+use serde_json::{json, Value};
+use sync::{SyncRequest, KEPTN_API, MANAGED_BY};
+
+/// The parent's namespace; an AppDiscovery is namespaced, and an empty namespace in a related
+/// rule would select every namespace, so its absence is a bad request.
+fn parent_namespace<S: Default, T: Default>(parent: &Object<S, T>) -> Result<&str, RequestError> {
+    match parent.metadata.namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => Ok(ns),
+        _ => Err(RequestError::new(
+            "parent.metadata.namespace",
+            "missing: an AppDiscovery is namespaced",
+        )),
+    }
+}
+
+/// `POST /app-discovery/customize`: the namespace's KeptnWorkloads and KeptnApps.
+pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+    let req: CustomizeRequest<Object> = decode(body)?;
+    let ns = parent_namespace(&req.parent)?;
+    let response = CustomizeResponse {
+        related_resources: vec![
+            RelatedResourceRule::in_namespace(KEPTN_API, "keptnworkloads", ns),
+            RelatedResourceRule::in_namespace(KEPTN_API, "keptnapps", ns),
+        ],
+    };
+    HookOutput::json(
+        Subject::object("AppDiscovery", &req.parent.metadata),
+        &response,
+    )
+}
+
+/// `POST /app-discovery/sync`.
+pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+    let req: SyncRequest = decode(body)?;
+    parent_namespace(&req.parent)?;
+    let response = sync::sync(&req, ctx.now);
+    HookOutput::json(
+        Subject::object("AppDiscovery", &req.parent.metadata),
+        &response,
+    )
+}
+
+/// `POST /app-discovery/mutate`: labels new KeptnAppCreationRequests `managed-by: keptn` so that
+/// the AppDiscovery adopts them. Never denies.
+pub fn mutate_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+    let review: AdmissionReview<Value> = decode(body)?;
+    let req = &review.request;
+    let subject = Subject {
+        kind: req.kind.kind.clone(),
+        namespace: req.namespace.clone().unwrap_or_default(),
+        name: req.name.clone().unwrap_or_default(),
+        uid: req.uid.clone(),
+    };
+    let applies = req.operation == "CREATE"
+        && req.kind.group == "lifecycle.keptn.sh"
+        && req.kind.kind == "KeptnAppCreationRequest";
+    let mut ops = Vec::new();
+    if let (true, Some(object)) = (applies, req.object.as_ref()) {
+        let metadata = object.get("metadata");
+        let labels = metadata.and_then(|m| m.get("labels"));
+        match labels {
+            Some(Value::Object(labels)) => {
+                if labels.get(MANAGED_BY).and_then(Value::as_str) != Some("keptn") {
+                    ops.push(PatchOp::add(
+                        format!("/metadata/labels/{}", escape_pointer(MANAGED_BY)),
+                        json!("keptn"),
+                    ));
+                }
+            }
+            _ if metadata.is_some_and(Value::is_object) => {
+                ops.push(PatchOp::add(
+                    "/metadata/labels",
+                    json!({ MANAGED_BY: "keptn" }),
+                ));
+            }
+            _ => ops.push(PatchOp::add(
+                "/metadata",
+                json!({"labels": { MANAGED_BY: "keptn" }}),
+            )),
+        }
+    }
+    let response = AdmissionResponse::allow(&req.uid).with_patch(&ops);
+    HookOutput::json(subject, &response.into_review())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,542 @@
+//! `/app-discovery/sync` (app-discovery.md §4-§5): requests wait out the discovery window, then
+//! the KeptnApp is created or updated from the namespace's workloads and the request is dropped.
+
+use super::version::{app_version, derived_traceparent, short_name};
+use crate::contract::{CompositeRequest, CompositeResponse, Lenient, Object, ObjectMap, Objects};
+use crate::meta::{is_dns1123_subdomain, parse_rfc3339, rfc3339, Condition, PreviousConditions};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use time::OffsetDateTime;
+
+pub const KEPTN_API: &str = "lifecycle.keptn.sh/v1";
+pub const KACR_KEY: &str = "KeptnAppCreationRequest.lifecycle.keptn.sh/v1";
+pub const APP_KEY: &str = "KeptnApp.lifecycle.keptn.sh/v1";
+pub const WORKLOAD_KEY: &str = "KeptnWorkload.lifecycle.keptn.sh/v1";
+pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub const APP_TYPE: &str = "keptn.sh/app-type";
+const METACONTROLLER_PREFIX: &str = "metacontroller.k8s.io/";
+const DEFAULT_TIMEOUT: u64 = 30;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppDiscoverySpec {
+    #[serde(default)]
+    pub selector: Value,
+    #[serde(default)]
+    pub timeout_seconds: Value,
+}
+
+pub type AppDiscovery = Object<AppDiscoverySpec, Value>;
+
+/// A KACR or a KeptnApp: spec kept whole (it is re-emitted as observed).
+pub type KeptnObject = Object<Value>;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct WorkloadSpec {
+    #[serde(default)]
+    pub app: Lenient,
+    #[serde(default)]
+    pub version: Lenient,
+}
+
+pub type KeptnWorkload = Object<WorkloadSpec>;
+
+/// The related objects: workloads and apps of the namespace, each decoded into its own type.
+#[derive(Debug, Default)]
+pub struct Related {
+    pub workloads: Vec<KeptnWorkload>,
+    pub apps: Vec<KeptnObject>,
+}
+
+impl<'de> Deserialize<'de> for Related {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct RelatedVisitor;
+        impl<'de> Visitor<'de> for RelatedVisitor {
+            type Value = Related;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map from type key to objects")
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Related, E> {
+                Ok(Related::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Related, A::Error> {
+                let mut related = Related::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        WORKLOAD_KEY => related
+                            .workloads
+                            .extend(map.next_value::<Objects<KeptnWorkload>>()?.0),
+                        APP_KEY => related
+                            .apps
+                            .extend(map.next_value::<Objects<KeptnObject>>()?.0),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(related)
+            }
+        }
+        d.deserialize_any(RelatedVisitor)
+    }
+}
+
+pub type SyncRequest = CompositeRequest<AppDiscovery, ObjectMap<KeptnObject>, Related>;
+
+/// A child in the response: a KACR or a KeptnApp, rebuilt from scratch.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Child {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub metadata: ChildMeta,
+    pub spec: Value,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ChildMeta {
+    pub name: String,
+    pub namespace: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub apps: BTreeMap<String, AppSummary>,
+    pub pending_requests: Vec<PendingRequest>,
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AppSummary {
+    pub version: String,
+    pub workloads: usize,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingRequest {
+    pub name: String,
+    pub app_name: String,
+    pub due_at: String,
+}
+
+pub type SyncResponse = CompositeResponse<Status, Child>;
+
+fn without_metacontroller_keys(map: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    map.iter()
+        .filter(|(k, _)| !k.starts_with(METACONTROLLER_PREFIX))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// An observed object re-emitted unchanged: identity, labels, annotations and spec only.
+fn rebuilt(kind: &'static str, obj: &KeptnObject, namespace: &str) -> Child {
+    Child {
+        api_version: KEPTN_API,
+        kind,
+        metadata: ChildMeta {
+            name: obj.metadata.name.clone(),
+            namespace: obj.metadata.namespace_or(namespace).to_owned(),
+            labels: obj.metadata.labels.clone(),
+            annotations: without_metacontroller_keys(&obj.metadata.annotations),
+        },
+        spec: obj.spec.clone(),
+    }
+}
+
+fn is_generated(obj: &KeptnObject) -> bool {
+    obj.metadata.labels.get(MANAGED_BY).map(String::as_str) == Some("keptn")
+}
+
+/// What becomes of one KACR.
+enum Outcome<'a> {
+    /// Its app is user-defined: left out (Metacontroller deletes it), nothing else happens.
+    UserDefined,
+    /// Malformed: kept unchanged, reported, not pending.
+    Malformed,
+    /// Inside its window: kept and pending.
+    Waiting(&'a str, OffsetDateTime),
+    /// Due: its app is discovered and the request left out, unless the app is held.
+    Due(&'a str, OffsetDateTime),
+    /// Due, but its app is held by a workload without a version: kept and pending.
+    Held(&'a str, OffsetDateTime),
+}
+
+/// The sync of one AppDiscovery at `now`.
+pub fn sync(req: &SyncRequest, now: OffsetDateTime) -> SyncResponse {
+    let parent = &req.parent;
+    let namespace = parent.metadata.namespace.as_deref().unwrap_or("");
+    let previous =
+        PreviousConditions::from_value(parent.status.get("conditions").unwrap_or(&Value::Null));
+    let generation = parent.metadata.generation;
+
+    let mut requests: Vec<&KeptnObject> = req.children.get(KACR_KEY).iter().collect();
+    requests.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let mut child_apps: Vec<&KeptnObject> = req.children.get(APP_KEY).iter().collect();
+    child_apps.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+
+    // Step 0: the discovery window.
+    let timeout = match &parent.spec.timeout_seconds {
+        Value::Null => Some(DEFAULT_TIMEOUT),
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    };
+    let Some(timeout) = timeout else {
+        let ready = previous.condition(
+            "Ready",
+            false,
+            "InvalidSpec",
+            "spec.timeoutSeconds must be a non-negative integer",
+            generation,
+            now,
+        );
+        return invalid_spec(&requests, &child_apps, namespace, ready);
+    };
+
+    let in_namespace = |o: &KeptnObject| o.metadata.namespace_or(namespace) == namespace;
+    let related_apps: Vec<&KeptnObject> = req
+        .related
+        .apps
+        .iter()
+        .filter(|a| in_namespace(a))
+        .collect();
+    let find_app = |name: &str| {
+        child_apps
+            .iter()
+            .chain(related_apps.iter())
+            .find(|a| a.metadata.name == name)
+            .copied()
+    };
+
+    let mut problems: Vec<String> = Vec::new();
+    let mut outcomes: Vec<Outcome> = Vec::with_capacity(requests.len());
+    // app name -> indexes (into `requests`) of its due KACRs, in name order.
+    let mut due: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    let mut resync: Option<u64> = None;
+
+    // Step 1: each KACR.
+    for (i, kacr) in requests.iter().enumerate() {
+        let name = &kacr.metadata.name;
+        let app_name = match kacr.spec.get("appName") {
+            None | Some(Value::Null) => Err("spec.appName is missing"),
+            Some(Value::String(s)) if s.is_empty() => Err("spec.appName is empty"),
+            Some(Value::String(s)) if !is_dns1123_subdomain(s) => {
+                Err("spec.appName is not a DNS-1123 subdomain")
+            }
+            Some(Value::String(s)) => Ok(s.as_str()),
+            Some(_) => Err("spec.appName is not a string"),
+        };
+        let app_name = match app_name {
+            Ok(a) => a,
+            Err(problem) => {
+                problems.push(format!("KeptnAppCreationRequest {name}: {problem}"));
+                outcomes.push(Outcome::Malformed);
+                continue;
+            }
+        };
+        if find_app(app_name).is_some_and(|app| !is_generated(app)) {
+            outcomes.push(Outcome::UserDefined);
+            continue;
+        }
+        let Some(created) = kacr
+            .metadata
+            .creation_timestamp
+            .as_deref()
+            .and_then(parse_rfc3339)
+        else {
+            problems.push(format!(
+                "KeptnAppCreationRequest {name}: metadata.creationTimestamp is not an RFC 3339 time"
+            ));
+            outcomes.push(Outcome::Malformed);
+            continue;
+        };
+        let single =
+            kacr.metadata.annotations.get(APP_TYPE).map(String::as_str) == Some("single-service");
+        let window = if single { 0 } else { timeout };
+        let due_at = created + time::Duration::seconds(i64::try_from(window).unwrap_or(i64::MAX));
+        if single || now > due_at {
+            due.entry(app_name).or_default().push(i);
+            outcomes.push(Outcome::Due(app_name, due_at));
+        } else {
+            let wait = (due_at - now).as_seconds_f64().ceil().max(1.0) as u64;
+            resync = Some(resync.map_or(wait, |r| r.min(wait)));
+            outcomes.push(Outcome::Waiting(app_name, due_at));
+        }
+    }
+
+    // Discovery for each app with a due request.
+    let workloads: Vec<&KeptnWorkload> = {
+        let mut w: Vec<&KeptnWorkload> = req
+            .related
+            .workloads
+            .iter()
+            .filter(|w| w.metadata.namespace_or(namespace) == namespace)
+            .collect();
+        w.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        w
+    };
+    let mut by_app: HashMap<&str, Vec<&KeptnWorkload>> = HashMap::new();
+    for w in &workloads {
+        if let Some(app) = w.spec.app.as_str() {
+            by_app.entry(app).or_default().push(w);
+        }
+    }
+    let mut apps_out: BTreeMap<String, Child> = child_apps
+        .iter()
+        .map(|a| (a.metadata.name.clone(), rebuilt("KeptnApp", a, namespace)))
+        .collect();
+    for (app_name, kacrs) in &due {
+        let listed = by_app.get(app_name).map(Vec::as_slice).unwrap_or(&[]);
+        let unversioned: Vec<&str> = listed
+            .iter()
+            .filter(|w| w.spec.version.as_str().is_none())
+            .map(|w| w.metadata.name.as_str())
+            .collect();
+        if !unversioned.is_empty() {
+            for w in unversioned {
+                let what = if listed
+                    .iter()
+                    .any(|x| x.metadata.name == w && x.spec.version == Lenient::Absent)
+                {
+                    "is missing"
+                } else {
+                    "is not a string"
+                };
+                problems.push(format!("KeptnWorkload {w}: spec.version {what}"));
+            }
+            // Held: the app stays as it is, its due requests wait for a fix.
+            for &i in kacrs {
+                if let Outcome::Due(app, due_at) = outcomes[i] {
+                    outcomes[i] = Outcome::Held(app, due_at);
+                }
+            }
+            continue;
+        }
+        let pairs: Vec<(&str, &str)> = listed
+            .iter()
+            .map(|w| {
+                (
+                    w.metadata.name.as_str(),
+                    w.spec.version.as_str().unwrap_or(""),
+                )
+            })
+            .collect();
+        let version = app_version(&pairs);
+        let existing = child_apps
+            .iter()
+            .find(|a| a.metadata.name == *app_name)
+            .or_else(|| {
+                related_apps
+                    .iter()
+                    .find(|a| a.metadata.name == *app_name && is_generated(a))
+            })
+            .copied();
+        let app = match existing {
+            Some(app) => updated_app(app, &pairs, app_name, version, namespace),
+            None => created_app(
+                requests[kacrs[0]],
+                &pairs,
+                app_name,
+                version,
+                namespace,
+                &parent.spec.selector,
+            ),
+        };
+        apps_out.insert((*app_name).to_owned(), app);
+    }
+
+    // Response.
+    let mut children: Vec<Child> = Vec::with_capacity(requests.len() + apps_out.len());
+    let mut pending = Vec::new();
+    for (kacr, outcome) in requests.iter().zip(&outcomes) {
+        let pending_for = match outcome {
+            Outcome::UserDefined | Outcome::Due(..) => continue,
+            Outcome::Malformed => None,
+            Outcome::Waiting(app, due_at) | Outcome::Held(app, due_at) => Some((app, due_at)),
+        };
+        children.push(rebuilt("KeptnAppCreationRequest", kacr, namespace));
+        if let Some((app_name, due_at)) = pending_for {
+            pending.push(PendingRequest {
+                name: kacr.metadata.name.clone(),
+                app_name: (*app_name).to_owned(),
+                due_at: rfc3339(*due_at),
+            });
+        }
+    }
+    let apps = summaries(apps_out.values());
+    children.extend(apps_out.into_values());
+    problems.sort();
+    let ready = if problems.is_empty() {
+        previous.condition("Ready", true, "Synced", "", generation, now)
+    } else {
+        previous.condition(
+            "Ready",
+            false,
+            "MalformedObjects",
+            problems.join("; "),
+            generation,
+            now,
+        )
+    };
+    CompositeResponse {
+        status: Status {
+            apps,
+            pending_requests: pending,
+            conditions: vec![ready],
+        },
+        children,
+        resync_after_seconds: resync,
+        finalized: None,
+    }
+}
+
+fn summaries<'a>(apps: impl Iterator<Item = &'a Child>) -> BTreeMap<String, AppSummary> {
+    apps.map(|a| {
+        let version = a.spec.get("version").and_then(Value::as_str).unwrap_or("");
+        let workloads = a
+            .spec
+            .get("workloads")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        (
+            a.metadata.name.clone(),
+            AppSummary {
+                version: version.to_owned(),
+                workloads,
+            },
+        )
+    })
+    .collect()
+}
+
+fn workload_entry(name: &str, version: &str) -> Value {
+    let mut entry = Map::new();
+    entry.insert("name".into(), Value::String(name.to_owned()));
+    entry.insert("version".into(), Value::String(version.to_owned()));
+    Value::Object(entry)
+}
+
+/// §4.3: a new KeptnApp from the first due request of the app.
+fn created_app(
+    kacr: &KeptnObject,
+    workloads: &[(&str, &str)],
+    app_name: &str,
+    version: String,
+    namespace: &str,
+    selector: &Value,
+) -> Child {
+    let mut labels: BTreeMap<String, String> = selector
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    labels.insert(MANAGED_BY.into(), "keptn".into());
+    let mut annotations = without_metacontroller_keys(&kacr.metadata.annotations);
+    annotations
+        .entry("traceparent".into())
+        .or_insert_with(|| derived_traceparent(namespace, app_name, &version));
+    let entries = workloads
+        .iter()
+        .map(|(name, v)| workload_entry(short_name(name, app_name), v))
+        .collect();
+    let mut spec = Map::new();
+    spec.insert("version".into(), Value::String(version));
+    spec.insert("workloads".into(), Value::Array(entries));
+    Child {
+        api_version: KEPTN_API,
+        kind: "KeptnApp",
+        metadata: ChildMeta {
+            name: app_name.to_owned(),
+            namespace: namespace.to_owned(),
+            labels,
+            annotations,
+        },
+        spec: Value::Object(spec),
+    }
+}
+
+/// §4.4: the existing app with its workload list brought up to date, order kept.
+fn updated_app(
+    app: &KeptnObject,
+    workloads: &[(&str, &str)],
+    app_name: &str,
+    version: String,
+    namespace: &str,
+) -> Child {
+    let mut entries: Vec<Value> = app
+        .spec
+        .get("workloads")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let shorts: Vec<(&str, &str)> = workloads
+        .iter()
+        .map(|(name, v)| (short_name(name, app_name), *v))
+        .collect();
+    let entry_name = |e: &Value| e.get("name").and_then(Value::as_str).map(str::to_owned);
+    for (short, v) in &shorts {
+        let mut found = false;
+        for entry in entries.iter_mut() {
+            if entry_name(entry).as_deref() == Some(short) {
+                if let Value::Object(map) = entry {
+                    map.insert("version".into(), Value::String((*v).to_owned()));
+                }
+                found = true;
+            }
+        }
+        if !found {
+            entries.push(workload_entry(short, v));
+        }
+    }
+    entries.retain(|e| entry_name(e).is_some_and(|n| shorts.iter().any(|(s, _)| *s == n)));
+    let mut spec = Map::new();
+    if let Some(revision) = app.spec.get("revision") {
+        spec.insert("revision".into(), revision.clone());
+    }
+    spec.insert("version".into(), Value::String(version));
+    spec.insert("workloads".into(), Value::Array(entries));
+    let mut child = rebuilt("KeptnApp", app, namespace);
+    child.spec = Value::Object(spec);
+    child
+}
+
+/// Step 0 failed: every observed child back unchanged, nothing pending, no resync.
+fn invalid_spec(
+    requests: &[&KeptnObject],
+    apps: &[&KeptnObject],
+    namespace: &str,
+    ready: Condition,
+) -> SyncResponse {
+    let mut children: Vec<Child> = requests
+        .iter()
+        .map(|r| rebuilt("KeptnAppCreationRequest", r, namespace))
+        .collect();
+    let app_children: Vec<Child> = apps
+        .iter()
+        .map(|a| rebuilt("KeptnApp", a, namespace))
+        .collect();
+    let summary = summaries(app_children.iter());
+    children.extend(app_children);
+    CompositeResponse {
+        status: Status {
+            apps: summary,
+            pending_requests: Vec::new(),
+            conditions: vec![ready],
+        },
+        children,
+        resync_after_seconds: None,
+        finalized: None,
+    }
+}

@@ -1,0 +1,576 @@
+//! Rules of app-discovery.md, each test naming the rule it checks.
+
+use super::sync::{sync, SyncRequest};
+use super::version::{app_version, derived_traceparent};
+use crate::contract::decode;
+use crate::registry::HookContext;
+use serde_json::{json, Value};
+use time::macros::datetime;
+
+const NOW: time::OffsetDateTime = datetime!(2026-06-01 12:00:00 UTC);
+
+fn kacr(name: &str, app: Value, created: &str, single: bool) -> Value {
+    let mut annotations = json!({"traceparent": "00-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-bbbbbbbbbbbbbbbb-01",
+                                 "metacontroller.k8s.io/last-applied-configuration": "{}"});
+    if single {
+        annotations["keptn.sh/app-type"] = json!("single-service");
+    }
+    json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnAppCreationRequest",
+           "metadata": {"name": name, "namespace": "ns", "uid": format!("u-{name}"), "creationTimestamp": created,
+                        "labels": {"app.kubernetes.io/managed-by": "keptn"}, "annotations": annotations},
+           "spec": {"appName": app}, "status": "done"})
+}
+
+fn workload(name: &str, app: &str, version: Option<&str>) -> Value {
+    let mut spec = json!({"app": app});
+    if let Some(v) = version {
+        spec["version"] = json!(v);
+    }
+    json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnWorkload",
+           "metadata": {"name": name, "namespace": "ns", "managedFields": [{"manager": "x"}]}, "spec": spec})
+}
+
+fn app(name: &str, label: Option<&str>, spec: Value) -> Value {
+    let mut labels = json!({});
+    if let Some(l) = label {
+        labels["app.kubernetes.io/managed-by"] = json!(l);
+    }
+    json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnApp",
+           "metadata": {"name": name, "namespace": "ns", "uid": "x", "resourceVersion": "7", "labels": labels,
+                        "annotations": {"keep": "me", "metacontroller.k8s.io/last-applied-configuration": "{}"}},
+           "spec": spec, "status": {"currentVersion": "x"}})
+}
+
+fn keyed(objs: Vec<Value>) -> Value {
+    Value::Object(
+        objs.into_iter()
+            .map(|o| (o["metadata"]["name"].as_str().unwrap().to_owned(), o))
+            .collect(),
+    )
+}
+
+fn request(
+    spec: Value,
+    kacrs: Vec<Value>,
+    child_apps: Vec<Value>,
+    workloads: Vec<Value>,
+    related_apps: Vec<Value>,
+) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "controller": {},
+        "parent": {"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery",
+                   "metadata": {"name": "discovery", "namespace": "ns", "generation": 4}, "spec": spec},
+        "children": {"KeptnAppCreationRequest.lifecycle.keptn.sh/v1": keyed(kacrs),
+                     "KeptnApp.lifecycle.keptn.sh/v1": keyed(child_apps)},
+        "related": {"KeptnWorkload.lifecycle.keptn.sh/v1": keyed(workloads),
+                    "KeptnApp.lifecycle.keptn.sh/v1": keyed(related_apps)},
+    }))
+    .unwrap()
+}
+
+fn run(body: &[u8]) -> Value {
+    let req: SyncRequest = decode(body).unwrap();
+    serde_json::to_value(sync(&req, NOW)).unwrap()
+}
+
+fn child<'a>(resp: &'a Value, kind: &str, name: &str) -> Option<&'a Value> {
+    resp["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == kind && c["metadata"]["name"] == name)
+}
+
+fn spec() -> Value {
+    json!({"selector": {"matchLabels": {"app.kubernetes.io/managed-by": "keptn"}}, "timeoutSeconds": 30})
+}
+
+#[test]
+fn rule_4_1_multi_service_request_waits_for_the_window() {
+    let body = request(
+        spec(),
+        vec![kacr("shop-1", json!("shop"), "2026-06-01T11:59:45Z", false)],
+        vec![],
+        vec![workload("shop-a", "shop", Some("1"))],
+        vec![],
+    );
+    let resp = run(&body);
+    assert!(child(&resp, "KeptnAppCreationRequest", "shop-1").is_some());
+    assert!(child(&resp, "KeptnApp", "shop").is_none());
+    assert_eq!(
+        resp["status"]["pendingRequests"],
+        json!([{"name": "shop-1", "appName": "shop", "dueAt": "2026-06-01T12:00:15Z"}])
+    );
+    assert_eq!(resp["resyncAfterSeconds"], 15);
+}
+
+#[test]
+fn rule_4_1_due_only_strictly_after_the_window() {
+    let at_boundary = request(
+        spec(),
+        vec![kacr("k", json!("shop"), "2026-06-01T11:59:30Z", false)],
+        vec![],
+        vec![],
+        vec![],
+    );
+    let resp = run(&at_boundary);
+    assert!(child(&resp, "KeptnApp", "shop").is_none());
+    assert_eq!(
+        resp["resyncAfterSeconds"], 1,
+        "never 0 while a request waits"
+    );
+    let past = request(
+        spec(),
+        vec![kacr("k", json!("shop"), "2026-06-01T11:59:29.5Z", false)],
+        vec![],
+        vec![],
+        vec![],
+    );
+    let resp = run(&past);
+    assert!(child(&resp, "KeptnApp", "shop").is_some());
+    assert!(child(&resp, "KeptnAppCreationRequest", "k").is_none());
+    assert!(resp.get("resyncAfterSeconds").is_none());
+}
+
+#[test]
+fn rule_4_1_single_service_is_due_at_once() {
+    let body = request(
+        spec(),
+        vec![kacr("k", json!("web"), "2026-06-01T12:00:00Z", true)],
+        vec![],
+        vec![workload("web", "web", Some("v1.2"))],
+        vec![],
+    );
+    let resp = run(&body);
+    let app = child(&resp, "KeptnApp", "web").unwrap();
+    assert_eq!(
+        app["spec"],
+        json!({"version": "v1.2", "workloads": [{"name": "web", "version": "v1.2"}]})
+    );
+    assert_eq!(
+        resp["status"]["apps"],
+        json!({"web": {"version": "v1.2", "workloads": 1}})
+    );
+    assert_eq!(resp["status"]["pendingRequests"], json!([]));
+}
+
+#[test]
+fn rule_4_3_created_app_shape() {
+    let body = request(
+        spec(),
+        vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", false)],
+        vec![],
+        vec![
+            workload("shop-b", "shop", Some("2.0")),
+            workload("shop-a", "shop", Some("1.0")),
+            workload("other", "else", Some("9")),
+        ],
+        vec![],
+    );
+    let resp = run(&body);
+    let app = child(&resp, "KeptnApp", "shop").unwrap();
+    assert_eq!(app["apiVersion"], "lifecycle.keptn.sh/v1");
+    assert_eq!(app["metadata"]["namespace"], "ns");
+    assert_eq!(
+        app["metadata"]["labels"],
+        json!({"app.kubernetes.io/managed-by": "keptn"})
+    );
+    // KACR annotations copied, metacontroller keys left out, traceparent kept from the request.
+    assert_eq!(
+        app["metadata"]["annotations"],
+        json!({"traceparent": "00-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-bbbbbbbbbbbbbbbb-01"})
+    );
+    assert_eq!(
+        app["spec"]["version"],
+        app_version(&[("shop-a", "1.0"), ("shop-b", "2.0")])
+    );
+    assert_eq!(
+        app["spec"]["workloads"],
+        json!([{"name": "a", "version": "1.0"}, {"name": "b", "version": "2.0"}])
+    );
+    assert!(app["spec"].get("revision").is_none());
+    assert!(app.get("status").is_none() && app["metadata"].get("ownerReferences").is_none());
+}
+
+#[test]
+fn rule_4_3_traceparent_derived_when_the_request_has_none() {
+    let mut k = kacr("k", json!("shop"), "2026-06-01T11:00:00Z", false);
+    k["metadata"]["annotations"] = json!({"tracestate": "x=1"});
+    let resp = run(&request(spec(), vec![k], vec![], vec![], vec![]));
+    let app = child(&resp, "KeptnApp", "shop").unwrap();
+    assert_eq!(app["spec"]["version"], "e3b0c44298");
+    assert_eq!(app["spec"]["workloads"], json!([]));
+    assert_eq!(
+        app["metadata"]["annotations"]["traceparent"],
+        derived_traceparent("ns", "shop", "e3b0c44298")
+    );
+    assert_eq!(app["metadata"]["annotations"]["tracestate"], "x=1");
+    assert!(app["metadata"]["annotations"].get("baggage").is_none());
+}
+
+#[test]
+fn rule_4_4_update_keeps_order_appends_and_drops() {
+    let existing = app(
+        "shop",
+        Some("keptn"),
+        json!({"version": "old", "revision": 3,
+        "workloads": [{"name": "c", "version": "0"}, {"name": "gone", "version": "1"}, {"name": "a", "version": "0"}]}),
+    );
+    let body = request(
+        spec(),
+        vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", false)],
+        vec![existing],
+        vec![
+            workload("shop-a", "shop", Some("1")),
+            workload("shop-b", "shop", Some("2")),
+            workload("c", "shop", Some("3")),
+        ],
+        vec![],
+    );
+    let resp = run(&body);
+    let app = child(&resp, "KeptnApp", "shop").unwrap();
+    assert_eq!(
+        app["spec"]["workloads"],
+        json!([{"name": "c", "version": "3"}, {"name": "a", "version": "1"}, {"name": "b", "version": "2"}])
+    );
+    assert_eq!(app["spec"]["revision"], 3);
+    assert_eq!(
+        app["spec"]["version"],
+        app_version(&[("c", "3"), ("shop-a", "1"), ("shop-b", "2")])
+    );
+    assert_eq!(app["metadata"]["annotations"], json!({"keep": "me"}));
+    assert!(child(&resp, "KeptnAppCreationRequest", "k").is_none());
+}
+
+#[test]
+fn rule_4_5_apps_reemitted_unchanged_without_a_due_request() {
+    let existing = app(
+        "shop",
+        Some("keptn"),
+        json!({"version": "1", "workloads": [{"name": "a", "version": "1"}]}),
+    );
+    let body = request(
+        spec(),
+        vec![],
+        vec![existing],
+        vec![workload("shop-a", "shop", Some("2"))],
+        vec![],
+    );
+    let resp = run(&body);
+    let app = child(&resp, "KeptnApp", "shop").unwrap();
+    assert_eq!(
+        app["spec"],
+        json!({"version": "1", "workloads": [{"name": "a", "version": "1"}]})
+    );
+    assert!(app.get("status").is_none() && app["metadata"].get("uid").is_none());
+    assert_eq!(resp["status"]["conditions"][0]["reason"], "Synced");
+}
+
+#[test]
+fn rule_4_1_user_defined_app_is_never_touched_and_its_request_goes() {
+    for label in [None, Some("klt"), Some("helm")] {
+        let user = app("shop", label, json!({"version": "mine", "workloads": []}));
+        let body = request(
+            spec(),
+            vec![kacr("k", json!("shop"), "2026-06-01T11:59:59Z", false)],
+            vec![],
+            vec![workload("shop-a", "shop", Some("1"))],
+            vec![user],
+        );
+        let resp = run(&body);
+        assert_eq!(resp["children"], json!([]), "label {label:?}");
+        assert_eq!(resp["status"]["pendingRequests"], json!([]));
+        assert!(resp.get("resyncAfterSeconds").is_none());
+    }
+}
+
+#[test]
+fn rule_5_malformed_request_never_drops_a_managed_app() {
+    let existing = app(
+        "shop",
+        Some("keptn"),
+        json!({"version": "1", "workloads": []}),
+    );
+    for bad in [json!(null), json!(""), json!(7), json!("Not_DNS")] {
+        let mut k = kacr("bad", bad.clone(), "2026-06-01T11:00:00Z", false);
+        if bad.is_null() {
+            k["spec"] = json!({});
+        }
+        let body = request(spec(), vec![k], vec![existing.clone()], vec![], vec![]);
+        let resp = run(&body);
+        assert!(child(&resp, "KeptnApp", "shop").is_some(), "{bad}");
+        assert!(
+            child(&resp, "KeptnAppCreationRequest", "bad").is_some(),
+            "{bad}"
+        );
+        assert_eq!(resp["status"]["pendingRequests"], json!([]));
+        let ready = &resp["status"]["conditions"][0];
+        assert_eq!(
+            (ready["status"].as_str(), ready["reason"].as_str()),
+            (Some("False"), Some("MalformedObjects"))
+        );
+        assert!(ready["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("KeptnAppCreationRequest bad: spec.appName"));
+    }
+}
+
+#[test]
+fn rule_5_bad_timestamp_is_kept_and_reported() {
+    let body = request(
+        spec(),
+        vec![kacr("k", json!("shop"), "yesterday", false)],
+        vec![],
+        vec![],
+        vec![],
+    );
+    let resp = run(&body);
+    assert!(child(&resp, "KeptnAppCreationRequest", "k").is_some());
+    assert!(resp["status"]["conditions"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("creationTimestamp"));
+}
+
+#[test]
+fn rule_4_2_workload_without_version_holds_its_app() {
+    let existing = app(
+        "shop",
+        Some("keptn"),
+        json!({"version": "1", "workloads": [{"name": "a", "version": "1"}]}),
+    );
+    let body = request(
+        spec(),
+        vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", false)],
+        vec![existing],
+        vec![
+            workload("shop-a", "shop", Some("2")),
+            workload("shop-b", "shop", None),
+        ],
+        vec![],
+    );
+    let resp = run(&body);
+    assert_eq!(
+        child(&resp, "KeptnApp", "shop").unwrap()["spec"]["version"],
+        "1"
+    );
+    assert!(child(&resp, "KeptnAppCreationRequest", "k").is_some());
+    assert_eq!(
+        resp["status"]["pendingRequests"],
+        json!([{"name": "k", "appName": "shop", "dueAt": "2026-06-01T11:00:30Z"}])
+    );
+    assert!(resp.get("resyncAfterSeconds").is_none());
+    assert_eq!(
+        resp["status"]["conditions"][0]["message"],
+        "KeptnWorkload shop-b: spec.version is missing"
+    );
+    // Not created when absent.
+    let body = request(
+        spec(),
+        vec![kacr("k", json!("new"), "2026-06-01T11:00:00Z", false)],
+        vec![],
+        vec![workload("w", "new", None)],
+        vec![],
+    );
+    assert!(child(&run(&body), "KeptnApp", "new").is_none());
+}
+
+#[test]
+fn rule_4_1_step_0_invalid_timeout_keeps_everything() {
+    for bad in [json!(-1), json!(1.5), json!("30")] {
+        let existing = app(
+            "shop",
+            Some("keptn"),
+            json!({"version": "1", "workloads": [{"name": "a", "version": "1"}]}),
+        );
+        let body = request(
+            json!({"timeoutSeconds": bad}),
+            vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", true)],
+            vec![existing],
+            vec![],
+            vec![],
+        );
+        let resp = run(&body);
+        assert_eq!(resp["children"].as_array().unwrap().len(), 2, "{bad}");
+        assert_eq!(resp["status"]["pendingRequests"], json!([]));
+        assert_eq!(
+            resp["status"]["apps"],
+            json!({"shop": {"version": "1", "workloads": 1}})
+        );
+        assert_eq!(resp["status"]["conditions"][0]["reason"], "InvalidSpec");
+        assert!(resp.get("resyncAfterSeconds").is_none());
+    }
+}
+
+#[test]
+fn rule_4_1_default_timeout_is_30_seconds() {
+    let body = request(
+        json!({}),
+        vec![kacr("k", json!("shop"), "2026-06-01T11:59:40Z", false)],
+        vec![],
+        vec![],
+        vec![],
+    );
+    assert_eq!(run(&body)["resyncAfterSeconds"], 10);
+}
+
+#[test]
+fn rule_4_6_children_order_and_smallest_resync() {
+    let body = request(
+        spec(),
+        vec![
+            kacr("b", json!("two"), "2026-06-01T11:59:50Z", false),
+            kacr("a", json!("one"), "2026-06-01T11:59:40Z", false),
+        ],
+        vec![
+            app(
+                "zeta",
+                Some("keptn"),
+                json!({"version": "z", "workloads": []}),
+            ),
+            app(
+                "alpha",
+                Some("keptn"),
+                json!({"version": "a", "workloads": []}),
+            ),
+        ],
+        vec![],
+        vec![],
+    );
+    let resp = run(&body);
+    let order: Vec<(&str, &str)> = resp["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap(),
+                c["metadata"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("KeptnAppCreationRequest", "a"),
+            ("KeptnAppCreationRequest", "b"),
+            ("KeptnApp", "alpha"),
+            ("KeptnApp", "zeta")
+        ]
+    );
+    assert_eq!(resp["resyncAfterSeconds"], 10);
+}
+
+#[test]
+fn rule_4_2_workload_app_match_is_exact() {
+    let body = request(
+        spec(),
+        vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", true)],
+        vec![],
+        vec![
+            workload("shop-a", "Shop", Some("1")),
+            workload("shopping", "shopping", Some("1")),
+        ],
+        vec![],
+    );
+    assert_eq!(
+        child(&run(&body), "KeptnApp", "shop").unwrap()["spec"]["version"],
+        "e3b0c44298"
+    );
+}
+
+#[test]
+fn rule_4_6_ready_keeps_its_transition_time() {
+    let mut body: Value =
+        serde_json::from_slice(&request(spec(), vec![], vec![], vec![], vec![])).unwrap();
+    body["parent"]["status"] = json!({"conditions": [{"type": "Ready", "status": "True", "reason": "Synced", "lastTransitionTime": "2026-05-01T00:00:00Z"}]});
+    let resp = run(&serde_json::to_vec(&body).unwrap());
+    let ready = &resp["status"]["conditions"][0];
+    assert_eq!(ready["lastTransitionTime"], "2026-05-01T00:00:00Z");
+    assert_eq!(ready["observedGeneration"], 4);
+}
+
+#[test]
+fn rule_6_mutate_labels_new_requests() {
+    let review = |op: &str, kind: &str, labels: Option<Value>| {
+        let mut object = json!({"metadata": {"name": "k"}});
+        if let Some(l) = labels {
+            object["metadata"]["labels"] = l;
+        }
+        serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u-1", "kind": {"group": "lifecycle.keptn.sh", "version": "v1", "kind": kind},
+                        "operation": op, "object": object}})).unwrap()
+    };
+    let mut rng = rand_core::OsRng;
+    let mut ctx = HookContext {
+        now: NOW,
+        rng: &mut rng,
+    };
+    let mut answer = |body: Vec<u8>| -> Value {
+        serde_json::from_slice(&super::mutate_hook(&body, &mut ctx).unwrap().body).unwrap()
+    };
+    let patch_of = |v: &Value| -> Value {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(v["response"]["patch"].as_str().unwrap())
+            .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    };
+    let r = answer(review(
+        "CREATE",
+        "KeptnAppCreationRequest",
+        Some(json!({"a": "b", "app.kubernetes.io/managed-by": "helm"})),
+    ));
+    assert_eq!(r["response"]["uid"], "u-1");
+    assert_eq!(r["response"]["allowed"], true);
+    assert_eq!(r["response"]["patchType"], "JSONPatch");
+    assert_eq!(
+        patch_of(&r),
+        json!([{"op": "add", "path": "/metadata/labels/app.kubernetes.io~1managed-by", "value": "keptn"}])
+    );
+    let r = answer(review("CREATE", "KeptnAppCreationRequest", None));
+    assert_eq!(
+        patch_of(&r),
+        json!([{"op": "add", "path": "/metadata/labels", "value": {"app.kubernetes.io/managed-by": "keptn"}}])
+    );
+    for r in [
+        answer(review(
+            "CREATE",
+            "KeptnAppCreationRequest",
+            Some(json!({"app.kubernetes.io/managed-by": "keptn"})),
+        )),
+        answer(review("UPDATE", "KeptnAppCreationRequest", None)),
+        answer(review("CREATE", "KeptnApp", None)),
+    ] {
+        assert_eq!(r["response"]["allowed"], true);
+        assert!(r["response"].get("patch").is_none() && r["response"].get("patchType").is_none());
+    }
+}
+
+#[test]
+fn rule_3_customize_asks_for_the_namespace_only() {
+    let body = serde_json::to_vec(
+        &json!({"controller": {}, "parent": {"metadata": {"name": "d", "namespace": "team-a"}}}),
+    )
+    .unwrap();
+    let mut rng = rand_core::OsRng;
+    let mut ctx = HookContext {
+        now: NOW,
+        rng: &mut rng,
+    };
+    let out: Value =
+        serde_json::from_slice(&super::customize_hook(&body, &mut ctx).unwrap().body).unwrap();
+    assert_eq!(
+        out,
+        json!({"relatedResources": [
+            {"apiVersion": "lifecycle.keptn.sh/v1", "resource": "keptnworkloads", "namespace": "team-a"},
+            {"apiVersion": "lifecycle.keptn.sh/v1", "resource": "keptnapps", "namespace": "team-a"}
+        ]})
+    );
+    let no_ns = serde_json::to_vec(&json!({"parent": {"metadata": {"name": "d"}}})).unwrap();
+    assert_eq!(
+        super::customize_hook(&no_ns, &mut ctx).unwrap_err().path,
+        "parent.metadata.namespace"
+    );
+}
