@@ -58,7 +58,11 @@ pub struct ServeConfig {
     pub max_in_flight: usize,
 
     /// Seconds sent in Retry-After with a 429.
-    #[arg(long, env = "METAHOOKS_RETRY_AFTER", default_value_t = 1)]
+    #[arg(
+        long = "retry-after",
+        env = "METAHOOKS_RETRY_AFTER",
+        default_value_t = 1
+    )]
     pub retry_after_seconds: u32,
 
     /// After the first SIGTERM/SIGINT, time given to in-flight requests before exiting.

@@ -9,6 +9,7 @@ use axum::http::Request;
 use http_body_util::BodyExt;
 use metahooks::config::ServeConfig;
 use metahooks::{router, AppState, Limits};
+use metahooks_hooks::{HookKind, HOOKS};
 use std::path::Path;
 use tower::ServiceExt;
 
@@ -84,4 +85,76 @@ async fn every_fixture_pair_matches_its_golden_response() {
 fn read_json(path: &Path) -> serde_json::Value {
     let text = std::fs::read(path).unwrap_or_else(|_| panic!("missing {}", path.display()));
     serde_json::from_slice(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The top-level fields each hook kind may answer with (contract §5.2, §6.2, §7.2; AdmissionReview).
+fn allowed_fields(kind: HookKind) -> &'static [&'static str] {
+    match kind {
+        HookKind::CompositeSync | HookKind::CompositeFinalize => {
+            &["status", "children", "resyncAfterSeconds", "finalized"]
+        }
+        HookKind::DecoratorSync => &[
+            "labels",
+            "annotations",
+            "status",
+            "attachments",
+            "resyncAfterSeconds",
+            "finalized",
+        ],
+        HookKind::Customize => &["relatedResources"],
+        HookKind::ValidatingAdmission | HookKind::MutatingAdmission => {
+            &["apiVersion", "kind", "response"]
+        }
+    }
+}
+
+fn assert_no_floats(v: &serde_json::Value, at: &str) {
+    match v {
+        serde_json::Value::Number(n) => assert!(!n.is_f64(), "{at}: float {n}"),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| assert_no_floats(x, at)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| assert_no_floats(x, at)),
+        _ => {}
+    }
+}
+
+#[test]
+fn golden_responses_hold_only_contract_fields_and_no_floats() {
+    let mut checked = 0;
+    for hook in HOOKS {
+        let (controller, name) = hook.id.split_once('/').unwrap();
+        let dir = common::fixture(controller);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            if !(file.starts_with(&format!("{name}-")) && file.ends_with(".response.json")) {
+                continue;
+            }
+            let response = read_json(&entry.path());
+            if response.get("error").is_some() {
+                continue;
+            }
+            let allowed = allowed_fields(hook.kind);
+            for key in response.as_object().unwrap().keys() {
+                assert!(
+                    allowed.contains(&key.as_str()),
+                    "{file}: field {key} is not in the contract"
+                );
+            }
+            if hook.kind.is_admission() {
+                let inner = response["response"].as_object().unwrap();
+                for key in inner.keys() {
+                    assert!(
+                        ["uid", "allowed", "status", "patch", "patchType", "warnings"]
+                            .contains(&key.as_str()),
+                        "{file}: response.{key}"
+                    );
+                }
+            }
+            assert_no_floats(&response, &file);
+            checked += 1;
+        }
+    }
+    assert!(checked > 0);
 }

@@ -1,0 +1,159 @@
+//! Round trips of the contract's wire types: both key styles decode, responses carry exactly the
+//! contract's field names.
+
+use metahooks_hooks::contract::{
+    decode, AdmissionResponse, CompositeRequest, CompositeResponse, CustomizeResponse,
+    DecoratorRequest, DecoratorResponse, Object, ObjectMap, PatchOp, RelatedResourceRule,
+};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+type Request = CompositeRequest<Object, ObjectMap<Object>, ObjectMap<Object>>;
+
+fn cm(ns: &str, name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}})
+}
+
+#[test]
+fn composite_request_decodes_v1_and_v2_keys_alike() {
+    let v1 = json!({"controller": {}, "parent": {"metadata": {"name": "p", "namespace": "a"}},
+        "children": {"ConfigMap.v1": {"c1": cm("a", "c1")}, "Deployment.apps/v1": {}},
+        "related": {"Secret.v1": {"s": cm("a", "s")}}, "finalizing": true});
+    let v2 = json!({"controller": {}, "parent": {"metadata": {"name": "p", "namespace": "a"}},
+        "children": {"ConfigMap.v1": {"a/c1": cm("a", "c1")}, "Deployment.apps/v1": {}},
+        "related": {"Secret.v1": {"a/s": cm("a", "s")}}, "finalizing": true});
+    for body in [v1, v2] {
+        let req: Request = decode(&serde_json::to_vec(&body).unwrap()).unwrap();
+        assert_eq!(req.children.get("ConfigMap.v1")[0].metadata.name, "c1");
+        assert_eq!(
+            req.children.get("ConfigMap.v1")[0]
+                .metadata
+                .namespace
+                .as_deref(),
+            Some("a")
+        );
+        assert!(req.children.get("Deployment.apps/v1").is_empty());
+        assert!(req.children.get("Missing.v1").is_empty());
+        assert_eq!(req.related.get("Secret.v1").len(), 1);
+        assert!(req.finalizing);
+    }
+}
+
+#[test]
+fn absent_and_null_maps_are_empty() {
+    let req: Request = decode(br#"{"parent": {}, "children": null}"#).unwrap();
+    assert!(req.children.is_empty() && req.related.is_empty() && !req.finalizing);
+    let req: Request = decode(br#"{"parent": {}, "children": {"Pod.v1": null}}"#).unwrap();
+    assert!(req.children.get("Pod.v1").is_empty());
+}
+
+#[test]
+fn decorator_request_reads_object_and_attachments() {
+    let body = json!({"controller": {}, "object": {"metadata": {"name": "t"}},
+        "attachments": {"Secret.v1": {"ns/s": cm("ns", "s")}}});
+    let req: DecoratorRequest<Object, ObjectMap<Object>> =
+        decode(&serde_json::to_vec(&body).unwrap()).unwrap();
+    assert_eq!(req.object.metadata.name, "t");
+    assert_eq!(req.attachments.get("Secret.v1").len(), 1);
+}
+
+#[test]
+fn composite_response_has_exactly_the_contract_fields() {
+    let full = CompositeResponse {
+        status: json!({"a": 1}),
+        children: vec![cm("a", "c")],
+        resync_after_seconds: Some(5),
+        finalized: Some(true),
+    };
+    assert_eq!(
+        serde_json::to_value(&full).unwrap(),
+        json!({"status": {"a": 1}, "children": [cm("a", "c")], "resyncAfterSeconds": 5, "finalized": true})
+    );
+    let bare: CompositeResponse<Value, Value> = CompositeResponse {
+        status: json!({}),
+        children: vec![],
+        resync_after_seconds: None,
+        finalized: None,
+    };
+    assert_eq!(
+        serde_json::to_string(&bare).unwrap(),
+        r#"{"status":{},"children":[]}"#
+    );
+}
+
+#[test]
+fn decorator_response_has_exactly_the_contract_fields() {
+    let labels: BTreeMap<String, Option<String>> = [
+        ("a".to_owned(), Some("1".to_owned())),
+        ("b".to_owned(), None),
+    ]
+    .into();
+    let r = DecoratorResponse {
+        labels: Some(labels),
+        annotations: None,
+        status: Some(json!({"s": 1})),
+        attachments: vec![json!({})],
+        resync_after_seconds: Some(3),
+        finalized: None,
+    };
+    assert_eq!(
+        serde_json::to_value(&r).unwrap(),
+        json!({"labels": {"a": "1", "b": null}, "status": {"s": 1}, "attachments": [{}], "resyncAfterSeconds": 3})
+    );
+    let keep: DecoratorResponse<Value, Value> = DecoratorResponse {
+        labels: None,
+        annotations: None,
+        status: None,
+        attachments: vec![],
+        resync_after_seconds: None,
+        finalized: None,
+    };
+    assert_eq!(
+        serde_json::to_string(&keep).unwrap(),
+        r#"{"attachments":[]}"#
+    );
+}
+
+#[test]
+fn customize_response_field_names() {
+    let r = CustomizeResponse {
+        related_resources: vec![RelatedResourceRule::in_namespace("v1", "secrets", "ns")],
+    };
+    assert_eq!(
+        serde_json::to_value(&r).unwrap(),
+        json!({"relatedResources": [{"apiVersion": "v1", "resource": "secrets", "namespace": "ns"}]})
+    );
+}
+
+#[test]
+fn admission_response_shapes() {
+    let allowed = AdmissionResponse::allow("u").into_review();
+    assert_eq!(
+        serde_json::to_value(&allowed).unwrap(),
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {"uid": "u", "allowed": true}})
+    );
+    let denied = AdmissionResponse::deny("u", 403, "no")
+        .with_warnings(vec!["w".into()])
+        .into_review();
+    assert_eq!(
+        serde_json::to_value(&denied).unwrap()["response"],
+        json!({"uid": "u", "allowed": false, "status": {"code": 403, "message": "no"}, "warnings": ["w"]})
+    );
+    let patched = AdmissionResponse::allow("u")
+        .with_patch(&[PatchOp::add("/a~1b", json!(1))])
+        .into_review();
+    let v = serde_json::to_value(&patched).unwrap();
+    assert_eq!(v["response"]["patchType"], "JSONPatch");
+    use base64::Engine;
+    let patch = base64::engine::general_purpose::STANDARD
+        .decode(v["response"]["patch"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&patch).unwrap(),
+        json!([{"op": "add", "path": "/a~1b", "value": 1}])
+    );
+    assert!(AdmissionResponse::allow("u")
+        .with_patch(&[])
+        .patch
+        .is_none());
+}

@@ -1,0 +1,167 @@
+//! The server over real loopback sockets: limits, errors, load shedding, timeouts, metrics.
+
+mod common;
+
+use common::{get, post, post_head, read_reply, request, TestServer};
+use std::io::Write;
+use std::time::Duration;
+
+const HOOK: &str = "/delete-graph/sync";
+
+fn fixture_body() -> Vec<u8> {
+    std::fs::read(common::fixture(
+        "delete-graph/sync-chain-database-running.request.json",
+    ))
+    .unwrap()
+}
+
+#[test]
+fn hook_answers_200_with_json() {
+    let server = TestServer::start(&[]);
+    let reply = post(&server, HOOK, &fixture_body());
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    assert!(reply.json()["children"].is_array());
+}
+
+#[test]
+fn oversize_body_is_413_before_it_is_read() {
+    let server = TestServer::start(&["--hook-body-limit", "1KiB"]);
+    // Content-Length over the limit: answered without sending the body at all.
+    let mut s = server.connect();
+    s.write_all(post_head(HOOK, "application/json", 10_000).as_bytes())
+        .unwrap();
+    let reply = read_reply(&mut s);
+    assert_eq!(reply.status, 413);
+    assert!(reply.json()["error"].as_str().unwrap().contains("1024"));
+    // A chunked body that grows past the limit is cut off too.
+    let chunk = "x".repeat(2000);
+    let raw = format!(
+        "POST {HOOK} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
+        chunk.len()
+    );
+    assert_eq!(request(&server, raw.as_bytes()).status, 413);
+}
+
+#[test]
+fn admission_routes_have_their_own_limit() {
+    let server = TestServer::start(&["--admission-body-limit", "100B"]);
+    let body = vec![b' '; 200];
+    assert_eq!(post(&server, "/delete-graph/validate", &body).status, 413);
+    // The hook limit is larger: the same body is read (and is not JSON: 400).
+    assert_eq!(post(&server, HOOK, &body).status, 400);
+}
+
+#[test]
+fn wrong_content_type_is_415() {
+    let server = TestServer::start(&[]);
+    let body = fixture_body();
+    let mut raw = post_head(HOOK, "application/x-www-form-urlencoded", body.len()).into_bytes();
+    raw.extend_from_slice(&body);
+    let reply = request(&server, &raw);
+    assert_eq!(reply.status, 415);
+    assert!(reply.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("application/json"));
+}
+
+#[test]
+fn wrong_typed_field_is_400_with_its_path() {
+    let server = TestServer::start(&[]);
+    let reply = post(
+        &server,
+        HOOK,
+        br#"{"parent": {"metadata": {"name": "s", "generation": "three"}}}"#,
+    );
+    assert_eq!(reply.status, 400);
+    let body = reply.json();
+    assert_eq!(body["path"], "parent.metadata.generation");
+    assert!(body["error"].as_str().unwrap().contains("expected i64"));
+
+    let reply = post(&server, HOOK, b"not json");
+    assert_eq!(reply.status, 400);
+    assert!(reply.json()["error"].is_string());
+}
+
+#[test]
+fn unknown_route_is_404_and_wrong_method_405() {
+    let server = TestServer::start(&[]);
+    let reply = post(&server, "/nope/sync", b"{}");
+    assert_eq!(reply.status, 404);
+    assert!(reply.json()["error"].is_string());
+    let reply = get(&server, HOOK);
+    assert_eq!(reply.status, 405);
+    assert!(!reply.body.is_empty());
+}
+
+#[test]
+fn overload_is_429_with_retry_after() {
+    let server = TestServer::start(&["--max-in-flight", "1", "--retry-after", "3"]);
+    let body = fixture_body();
+    // The first request holds the only slot while its body trickles in.
+    let mut slow = server.connect();
+    slow.write_all(post_head(HOOK, "application/json", body.len()).as_bytes())
+        .unwrap();
+    slow.write_all(&body[..10]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let shed = post(&server, HOOK, &body);
+    assert_eq!(shed.status, 429);
+    assert_eq!(shed.header("retry-after"), Some("3"));
+    // The held request still completes normally.
+    slow.write_all(&body[10..]).unwrap();
+    assert_eq!(read_reply(&mut slow).status, 200);
+    // And the slot is free again.
+    assert_eq!(post(&server, HOOK, &body).status, 200);
+}
+
+#[test]
+fn slow_request_times_out_with_503() {
+    let server = TestServer::start(&["--request-timeout", "300ms"]);
+    let body = fixture_body();
+    let mut slow = server.connect();
+    slow.write_all(post_head(HOOK, "application/json", body.len()).as_bytes())
+        .unwrap();
+    slow.write_all(&body[..10]).unwrap();
+    let reply = read_reply(&mut slow);
+    assert_eq!(reply.status, 503);
+    assert!(reply.header("retry-after").is_some());
+}
+
+#[test]
+fn header_read_timeout_closes_idle_connections() {
+    let server = TestServer::start(&["--header-read-timeout", "300ms"]);
+    let mut s = server.connect();
+    s.write_all(b"POST /delete-graph/sync HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut buf = [0u8; 512];
+    use std::io::Read;
+    let n = s.read(&mut buf).unwrap_or(0);
+    // hyper answers 408 or just closes; either way well before our 20 s read timeout.
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let text = String::from_utf8_lossy(&buf[..n]);
+    assert!(n == 0 || text.starts_with("HTTP/1.1 408"), "{text}");
+}
+
+#[test]
+fn metrics_count_requests_by_route_and_status() {
+    let server = TestServer::start(&[]);
+    let before = get(&server, "/metrics");
+    assert_eq!(before.status, 200);
+    let line = format!("metahooks_requests_total{{route=\"{HOOK}\",status=\"200\"}} 1");
+    assert!(!String::from_utf8_lossy(&before.body).contains(&line));
+    assert_eq!(post(&server, HOOK, &fixture_body()).status, 200);
+    let after = String::from_utf8_lossy(&get(&server, "/metrics").body).into_owned();
+    assert!(after.contains(&line), "{after}");
+    assert!(after.contains(&format!(
+        "metahooks_request_duration_seconds_count{{route=\"{HOOK}\",status=\"200\"}} 1"
+    )));
+}
+
+#[test]
+fn health_and_readiness() {
+    let server = TestServer::start(&[]);
+    assert_eq!(get(&server, "/healthz").status, 200);
+    assert_eq!(get(&server, "/readyz").status, 200);
+}
