@@ -8,6 +8,7 @@ pub mod contract;
 pub mod delete_graph;
 pub mod error;
 pub mod meta;
+pub mod pki;
 pub mod registry;
 
 pub use error::RequestError;

@@ -1,0 +1,445 @@
+//! All certificate work of cert-rotation, behind one small module: generate a CA, check a CA
+//! Secret, issue a leaf, inspect a leaf. rcgen builds and signs, x509-parser reads and verifies.
+//! Randomness for keys and serials comes from the caller; errors name what is wrong, never any
+//! key material.
+
+use rand_core::CryptoRngCore;
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
+};
+use std::collections::BTreeSet;
+use time::{Duration, OffsetDateTime};
+use x509_parser::certificate::X509Certificate;
+use x509_parser::extensions::{GeneralName, ParsedExtension};
+use x509_parser::pem::Pem;
+
+/// Why a CA (or a leaf) cannot be used. Displayed texts name keys, never contents.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PkiError {
+    #[error("{0} is missing")]
+    Missing(&'static str),
+    #[error("{0} holds no parsable CERTIFICATE")]
+    BadCertificate(&'static str),
+    #[error("{0} is not a CA certificate")]
+    NotCa(&'static str),
+    #[error("{0} has expired")]
+    Expired(&'static str),
+    #[error("{0} is not a usable PKCS#8 private key")]
+    BadKey(&'static str),
+    #[error("{0} does not match the certificate")]
+    KeyMismatch(&'static str),
+    #[error("signing failed")]
+    Signing,
+}
+
+/// A PEM certificate and its PKCS#8 PEM private key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PemPair {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// A usable CA: certificate checked, key parsed and matched.
+pub struct Ca {
+    der: Vec<u8>,
+    key: KeyPair,
+    pub not_after: OffsetDateTime,
+}
+
+impl std::fmt::Debug for Ca {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the key.
+        f.debug_struct("Ca")
+            .field("not_after", &self.not_after)
+            .finish()
+    }
+}
+
+/// The facts about an issued leaf that decide whether it can be kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeafFacts {
+    pub common_name: String,
+    pub dns_names: BTreeSet<String>,
+    pub uris: Vec<String>,
+    pub not_before: OffsetDateTime,
+    pub not_after: OffsetDateTime,
+    /// Issuer name equals the CA's subject and the signature verifies with the CA's key.
+    pub signed_by_ca: bool,
+}
+
+/// What to put in a leaf.
+#[derive(Debug, Clone)]
+pub struct LeafRequest<'a> {
+    pub common_name: &'a str,
+    pub dns_names: &'a [String],
+    pub uri: Option<String>,
+    pub validity: Duration,
+}
+
+fn pem_blocks(bytes: &[u8]) -> impl Iterator<Item = Pem> + '_ {
+    Pem::iter_from_buffer(bytes).map_while(Result::ok)
+}
+
+/// The first `CERTIFICATE` block of a PEM text.
+fn first_certificate(bytes: &[u8]) -> Option<Vec<u8>> {
+    pem_blocks(bytes)
+        .find(|p| p.label == "CERTIFICATE")
+        .map(|p| p.contents)
+}
+
+fn parse(der: &[u8]) -> Option<X509Certificate<'_>> {
+    x509_parser::parse_x509_certificate(der)
+        .ok()
+        .map(|(_, c)| c)
+}
+
+fn time_of(t: x509_parser::time::ASN1Time) -> OffsetDateTime {
+    t.to_datetime()
+}
+
+/// A private key from PEM: a `PRIVATE KEY` (PKCS#8) block with an ECDSA P-256/P-384 or RSA key.
+fn private_key(bytes: &[u8], name: &'static str) -> Result<KeyPair, PkiError> {
+    let block = pem_blocks(bytes)
+        .find(|p| p.label == "PRIVATE KEY")
+        .ok_or(PkiError::BadKey(name))?;
+    KeyPair::try_from(block.contents.as_slice()).map_err(|_| PkiError::BadKey(name))
+}
+
+impl Ca {
+    /// Checks a Tresor CA Secret's `ca.crt` and `private.key` (both PEM, already base64-decoded).
+    pub fn from_secret(
+        ca_crt: Option<&[u8]>,
+        private_key_pem: Option<&[u8]>,
+        now: OffsetDateTime,
+    ) -> Result<Ca, PkiError> {
+        let ca_crt = ca_crt.ok_or(PkiError::Missing("ca.crt"))?;
+        let key_pem = private_key_pem.ok_or(PkiError::Missing("private.key"))?;
+        let der = first_certificate(ca_crt).ok_or(PkiError::BadCertificate("ca.crt"))?;
+        let cert = parse(&der).ok_or(PkiError::BadCertificate("ca.crt"))?;
+        if !cert.is_ca() {
+            return Err(PkiError::NotCa("ca.crt"));
+        }
+        let not_after = time_of(cert.validity().not_after);
+        if now > not_after {
+            return Err(PkiError::Expired("ca.crt"));
+        }
+        let key = private_key(key_pem, "private.key")?;
+        if key.public_key_raw() != cert.public_key().subject_public_key.data.as_ref() {
+            return Err(PkiError::KeyMismatch("private.key"));
+        }
+        Ok(Ca {
+            der,
+            key,
+            not_after,
+        })
+    }
+
+    /// Issues a leaf signed by this CA (cert-rotation.md §3.4).
+    pub fn issue(
+        &self,
+        leaf: &LeafRequest,
+        now: OffsetDateTime,
+        rng: &mut dyn CryptoRngCore,
+    ) -> Result<PemPair, PkiError> {
+        let key = new_p256_key(rng)?;
+        let mut params = CertificateParams::default();
+        params.distinguished_name = DistinguishedName::new();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, leaf.common_name);
+        params.serial_number = Some(serial(rng));
+        let names: Vec<&str> = if leaf.dns_names.is_empty() {
+            vec![leaf.common_name]
+        } else {
+            leaf.dns_names.iter().map(String::as_str).collect()
+        };
+        for name in names {
+            let san = name.to_owned().try_into().map_err(|_| PkiError::Signing)?;
+            params.subject_alt_names.push(SanType::DnsName(san));
+        }
+        if let Some(uri) = &leaf.uri {
+            let uri = uri.clone().try_into().map_err(|_| PkiError::Signing)?;
+            params.subject_alt_names.push(SanType::URI(uri));
+        }
+        params.not_before = now;
+        params.not_after = now + leaf.validity;
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        params.is_ca = IsCa::ExplicitNoCa;
+        let ca = parse(&self.der).ok_or(PkiError::Signing)?;
+        params.use_authority_key_identifier_extension = ca.extensions().iter().any(|e| {
+            matches!(
+                e.parsed_extension(),
+                ParsedExtension::SubjectKeyIdentifier(_)
+            )
+        });
+        let issuer = Issuer::from_ca_cert_der(&self.der.as_slice().into(), &self.key)
+            .map_err(|_| PkiError::Signing)?;
+        let cert = params
+            .signed_by(&key, &issuer)
+            .map_err(|_| PkiError::Signing)?;
+        Ok(PemPair {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+
+    /// Reads a leaf's `tls.crt` and `tls.key`: `None` when either does not parse or they do
+    /// not match each other.
+    pub fn inspect_leaf(&self, tls_crt: &[u8], tls_key: &[u8]) -> Option<LeafFacts> {
+        let der = first_certificate(tls_crt)?;
+        let leaf = parse(&der)?;
+        let key = private_key(tls_key, "tls.key").ok()?;
+        if key.public_key_raw() != leaf.public_key().subject_public_key.data.as_ref() {
+            return None;
+        }
+        let ca = parse(&self.der)?;
+        let signed_by_ca = leaf.issuer().as_raw() == ca.subject().as_raw()
+            && leaf.verify_signature(Some(ca.public_key())).is_ok();
+        let common_name = leaf
+            .subject()
+            .iter_common_name()
+            .next()
+            .and_then(|cn| cn.as_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let mut dns_names = BTreeSet::new();
+        let mut uris = Vec::new();
+        if let Ok(Some(san)) = leaf.subject_alternative_name() {
+            for name in &san.value.general_names {
+                match name {
+                    GeneralName::DNSName(d) => {
+                        dns_names.insert((*d).to_owned());
+                    }
+                    GeneralName::URI(u) => uris.push((*u).to_owned()),
+                    _ => {}
+                }
+            }
+        }
+        Some(LeafFacts {
+            common_name,
+            dns_names,
+            uris,
+            not_before: time_of(leaf.validity().not_before),
+            not_after: time_of(leaf.validity().not_after),
+            signed_by_ca,
+        })
+    }
+}
+
+/// A self-signed CA for a MeshRootCertificate (cert-rotation.md §4.1): ECDSA P-256, CN = the
+/// MRC's name, O = its trust domain, valid 87600 h from `now`.
+pub fn generate_ca(
+    common_name: &str,
+    organization: &str,
+    now: OffsetDateTime,
+    rng: &mut dyn CryptoRngCore,
+) -> Result<PemPair, PkiError> {
+    let key = new_p256_key(rng)?;
+    let mut params = CertificateParams::default();
+    params.distinguished_name = DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, common_name);
+    params
+        .distinguished_name
+        .push(DnType::OrganizationName, organization);
+    params.serial_number = Some(serial(rng));
+    params.not_before = now;
+    params.not_after = now + Duration::hours(87_600);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let cert = params.self_signed(&key).map_err(|_| PkiError::Signing)?;
+    Ok(PemPair {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    })
+}
+
+/// A fresh ECDSA P-256 key drawn from `rng`.
+fn new_p256_key(rng: &mut dyn CryptoRngCore) -> Result<KeyPair, PkiError> {
+    use p256::pkcs8::EncodePrivateKey;
+    let secret = p256::SecretKey::random(&mut RngAdapter(rng));
+    let der = secret.to_pkcs8_der().map_err(|_| PkiError::Signing)?;
+    KeyPair::try_from(der.as_bytes()).map_err(|_| PkiError::Signing)
+}
+
+/// A random positive serial of 16 octets.
+fn serial(rng: &mut dyn CryptoRngCore) -> SerialNumber {
+    let mut bytes = [0u8; 16];
+    rng.fill_bytes(&mut bytes);
+    bytes[0] &= 0x7f;
+    bytes[0] |= 0x01;
+    SerialNumber::from_slice(&bytes)
+}
+
+/// Lets a `&mut dyn CryptoRngCore` be used where a sized `CryptoRngCore` is expected.
+struct RngAdapter<'a>(&'a mut dyn CryptoRngCore);
+
+impl rand_core::RngCore for RngAdapter<'_> {
+    fn next_u32(&mut self) -> u32 {
+        self.0.next_u32()
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        self.0.fill_bytes(dest)
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        self.0.try_fill_bytes(dest)
+    }
+}
+
+impl rand_core::CryptoRng for RngAdapter<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    const NOW: OffsetDateTime = datetime!(2026-06-01 12:00:00 UTC);
+
+    fn rng() -> impl CryptoRngCore {
+        rand_core::OsRng
+    }
+
+    #[test]
+    fn generated_ca_is_usable_and_issues_verifiable_leaves() {
+        let pair = generate_ca("mrc-a", "cluster.local", NOW, &mut rng()).unwrap();
+        assert!(pair.key_pem.starts_with("-----BEGIN PRIVATE KEY-----\n"));
+        assert!(pair.cert_pem.ends_with("-----\n"));
+        assert!(pair.cert_pem.lines().all(|l| l.len() <= 64));
+        let ca = Ca::from_secret(
+            Some(pair.cert_pem.as_bytes()),
+            Some(pair.key_pem.as_bytes()),
+            NOW,
+        )
+        .unwrap();
+        let names = vec!["a.svc".to_owned(), "b.svc".to_owned()];
+        let leaf = ca
+            .issue(
+                &LeafRequest {
+                    common_name: "a.ns.cluster.local",
+                    dns_names: &names,
+                    uri: Some("spiffe://cluster.local/a/ns".into()),
+                    validity: Duration::hours(24),
+                },
+                NOW,
+                &mut rng(),
+            )
+            .unwrap();
+        let facts = ca
+            .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
+            .unwrap();
+        assert!(facts.signed_by_ca);
+        assert_eq!(facts.common_name, "a.ns.cluster.local");
+        assert_eq!(facts.dns_names, names.iter().cloned().collect());
+        assert_eq!(facts.uris, ["spiffe://cluster.local/a/ns"]);
+        assert_eq!(facts.not_after - facts.not_before, Duration::hours(24));
+        // Another CA did not sign it.
+        let other = generate_ca("mrc-b", "cluster.local", NOW, &mut rng()).unwrap();
+        let other = Ca::from_secret(
+            Some(other.cert_pem.as_bytes()),
+            Some(other.key_pem.as_bytes()),
+            NOW,
+        )
+        .unwrap();
+        assert!(
+            !other
+                .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
+                .unwrap()
+                .signed_by_ca
+        );
+    }
+
+    #[test]
+    fn unusable_cas_are_named_without_content() {
+        let a = generate_ca("a", "td", NOW, &mut rng()).unwrap();
+        let b = generate_ca("b", "td", NOW, &mut rng()).unwrap();
+        let check = |c: Option<&str>, k: Option<&str>, now| {
+            Ca::from_secret(c.map(str::as_bytes), k.map(str::as_bytes), now).unwrap_err()
+        };
+        assert_eq!(
+            check(None, Some(&a.key_pem), NOW),
+            PkiError::Missing("ca.crt")
+        );
+        assert_eq!(
+            check(Some(&a.cert_pem), None, NOW),
+            PkiError::Missing("private.key")
+        );
+        assert_eq!(
+            check(Some("junk"), Some(&a.key_pem), NOW),
+            PkiError::BadCertificate("ca.crt")
+        );
+        assert_eq!(
+            check(Some(&a.cert_pem), Some(&b.key_pem), NOW),
+            PkiError::KeyMismatch("private.key")
+        );
+        assert_eq!(
+            check(Some(&a.cert_pem), Some("junk"), NOW),
+            PkiError::BadKey("private.key")
+        );
+        assert_eq!(
+            check(
+                Some(&a.cert_pem),
+                Some(&a.key_pem),
+                NOW + Duration::hours(87_601)
+            ),
+            PkiError::Expired("ca.crt")
+        );
+        // A leaf is not a CA.
+        let ca =
+            Ca::from_secret(Some(a.cert_pem.as_bytes()), Some(a.key_pem.as_bytes()), NOW).unwrap();
+        let leaf = ca
+            .issue(
+                &LeafRequest {
+                    common_name: "x",
+                    dns_names: &[],
+                    uri: None,
+                    validity: Duration::hours(1),
+                },
+                NOW,
+                &mut rng(),
+            )
+            .unwrap();
+        assert_eq!(
+            check(Some(&leaf.cert_pem), Some(&leaf.key_pem), NOW),
+            PkiError::NotCa("ca.crt")
+        );
+        assert!(!format!("{:?}", ca).contains("PRIVATE"));
+    }
+
+    #[test]
+    fn keys_come_from_the_random_source() {
+        struct Fixed(u8);
+        impl rand_core::RngCore for Fixed {
+            fn next_u32(&mut self) -> u32 {
+                u32::from(self.0)
+            }
+            fn next_u64(&mut self) -> u64 {
+                u64::from(self.0)
+            }
+            fn fill_bytes(&mut self, d: &mut [u8]) {
+                d.iter_mut().for_each(|b| *b = self.0)
+            }
+            fn try_fill_bytes(&mut self, d: &mut [u8]) -> Result<(), rand_core::Error> {
+                self.fill_bytes(d);
+                Ok(())
+            }
+        }
+        impl rand_core::CryptoRng for Fixed {}
+        let a = generate_ca("a", "td", NOW, &mut Fixed(7)).unwrap();
+        let b = generate_ca("a", "td", NOW, &mut Fixed(7)).unwrap();
+        assert_eq!(a.key_pem, b.key_pem);
+        let c = generate_ca("a", "td", NOW, &mut Fixed(9)).unwrap();
+        assert_ne!(a.key_pem, c.key_pem);
+    }
+}
