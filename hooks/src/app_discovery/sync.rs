@@ -2,13 +2,11 @@
 //! the KeptnApp is created or updated from the namespace's workloads and the request is dropped.
 
 use super::version::{app_version, derived_traceparent, short_name};
-use crate::contract::{CompositeRequest, CompositeResponse, Lenient, Object, ObjectMap, Objects};
+use crate::contract::{object_maps, CompositeRequest, CompositeResponse, Lenient, Object, ObjectMap};
 use crate::meta::{is_dns1123_subdomain, parse_rfc3339, rfc3339, Condition, PreviousConditions};
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 use time::OffsetDateTime;
 
 pub const KEPTN_API: &str = "lifecycle.keptn.sh/v1";
@@ -44,43 +42,11 @@ pub struct WorkloadSpec {
 
 pub type KeptnWorkload = Object<WorkloadSpec>;
 
-/// The related objects: workloads and apps of the namespace, each decoded into its own type.
-#[derive(Debug, Default)]
-pub struct Related {
-    pub workloads: Vec<KeptnWorkload>,
-    pub apps: Vec<KeptnObject>,
-}
-
-impl<'de> Deserialize<'de> for Related {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct RelatedVisitor;
-        impl<'de> Visitor<'de> for RelatedVisitor {
-            type Value = Related;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a map from type key to objects")
-            }
-            fn visit_unit<E: serde::de::Error>(self) -> Result<Related, E> {
-                Ok(Related::default())
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Related, A::Error> {
-                let mut related = Related::default();
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        WORKLOAD_KEY => related
-                            .workloads
-                            .extend(map.next_value::<Objects<KeptnWorkload>>()?.0),
-                        APP_KEY => related
-                            .apps
-                            .extend(map.next_value::<Objects<KeptnObject>>()?.0),
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(related)
-            }
-        }
-        d.deserialize_any(RelatedVisitor)
+object_maps! {
+    /// The related objects: workloads and apps of the namespace, each decoded into its own type.
+    pub struct Related {
+        workloads: KeptnWorkload = WORKLOAD_KEY,
+        apps: KeptnObject = APP_KEY,
     }
 }
 

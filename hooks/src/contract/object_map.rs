@@ -95,3 +95,59 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectsVisitor<T> {
         Ok(Objects(out))
     }
 }
+
+/// Declares a struct that decodes an object map holding several types, each type key into its own
+/// typed list, in one pass (other type keys are skipped):
+///
+/// ```ignore
+/// object_maps! {
+///     pub struct Related {
+///         workloads: KeptnWorkload = "KeptnWorkload.lifecycle.keptn.sh/v1",
+///         apps: KeptnObject = "KeptnApp.lifecycle.keptn.sh/v1",
+///     }
+/// }
+/// ```
+macro_rules! object_maps {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($field:ident : $ty:ty = $key:expr),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Default)]
+        $vis struct $name {
+            $(pub $field: Vec<$ty>,)*
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct MapsVisitor;
+                impl<'de> serde::de::Visitor<'de> for MapsVisitor {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("a map from type key to objects")
+                    }
+                    fn visit_unit<E: serde::de::Error>(self) -> Result<$name, E> {
+                        Ok($name::default())
+                    }
+                    fn visit_map<A: serde::de::MapAccess<'de>>(
+                        self,
+                        mut map: A,
+                    ) -> Result<$name, A::Error> {
+                        let mut out = $name::default();
+                        while let Some(key) = map.next_key::<String>()? {
+                            $(
+                                if key == $key {
+                                    out.$field.extend(
+                                        map.next_value::<$crate::contract::Objects<$ty>>()?.0,
+                                    );
+                                    continue;
+                                }
+                            )*
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                        Ok(out)
+                    }
+                }
+                d.deserialize_any(MapsVisitor)
+            }
+        }
+    };
+}
+pub(crate) use object_maps;
