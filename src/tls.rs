@@ -139,7 +139,7 @@ pub fn server_config(resolver: Arc<ReloadingResolver>) -> Result<ServerConfig> {
 pub fn self_signed(dns_names: &[String]) -> Result<(String, String)> {
     let certified = rcgen::generate_simple_self_signed(dns_names.to_vec())
         .context("making a self-signed certificate")?;
-    Ok((certified.cert.pem(), certified.key_pair.serialize_pem()))
+    Ok((certified.cert.pem(), certified.signing_key.serialize_pem()))
 }
 
 /// The files `metahooks certs` writes for a webhook Service.
@@ -181,8 +181,9 @@ pub fn webhook_certs(service: &str, namespace: &str, days: u32) -> Result<Webhoo
     params.not_before = not_before;
     params.not_after = not_after;
     params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+    let issuer = rcgen::Issuer::from_params(&ca, &ca_key);
     let cert = params
-        .signed_by(&key, &ca_cert, &ca_key)
+        .signed_by(&key, &issuer)
         .context("signing the serving certificate")?;
     Ok(WebhookCerts {
         ca_pem: ca_cert.pem(),
