@@ -4,9 +4,11 @@
 #![forbid(unsafe_code)]
 
 pub mod app_discovery;
+pub mod cert_rotation;
 pub mod contract;
 pub mod delete_graph;
 pub mod error;
+pub mod mesh_root_certificate;
 pub mod meta;
 pub mod pki;
 pub mod registry;

@@ -4,7 +4,7 @@
 
 use crate::contract::{encode, ObjectMeta};
 use crate::RequestError;
-use crate::{app_discovery, delete_graph};
+use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate};
 use rand_core::CryptoRngCore;
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -137,6 +137,42 @@ pub const HOOKS: &[Hook] = &[
         HookKind::ValidatingAdmission,
         "rejects dependency cycles and bad conditions",
         delete_graph::validate_hook,
+    ),
+    hook(
+        "cert-rotation/sync",
+        HookKind::CompositeSync,
+        "CertificateManager: issuers, trust bundle, leaf certificates",
+        cert_rotation::sync_hook,
+    ),
+    hook(
+        "cert-rotation/customize",
+        HookKind::Customize,
+        "the namespace's MeshRootCertificates and Secrets as related",
+        cert_rotation::customize_hook,
+    ),
+    hook(
+        "mesh-root-certificate/sync",
+        HookKind::DecoratorSync,
+        "one MeshRootCertificate: its CA Secret and rotation stage",
+        mesh_root_certificate::sync_hook,
+    ),
+    hook(
+        "mesh-root-certificate/customize",
+        HookKind::Customize,
+        "the other MRCs, the CertificateManagers and the CA Secret as related",
+        mesh_root_certificate::customize_hook,
+    ),
+    hook(
+        "mesh-root-certificate/validate",
+        HookKind::ValidatingAdmission,
+        "MeshRootCertificate create, update and delete rules",
+        mesh_root_certificate::validate_hook,
+    ),
+    hook(
+        "mesh-root-certificate/mutate",
+        HookKind::MutatingAdmission,
+        "MeshRootCertificate defaults on create",
+        mesh_root_certificate::mutate_hook,
     ),
 ];
 

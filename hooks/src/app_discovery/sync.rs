@@ -2,7 +2,9 @@
 //! the KeptnApp is created or updated from the namespace's workloads and the request is dropped.
 
 use super::version::{app_version, derived_traceparent, short_name};
-use crate::contract::{object_maps, CompositeRequest, CompositeResponse, Lenient, Object, ObjectMap};
+use crate::contract::{
+    object_maps, CompositeRequest, CompositeResponse, Lenient, Object, ObjectMap,
+};
 use crate::meta::{is_dns1123_subdomain, parse_rfc3339, rfc3339, Condition, PreviousConditions};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

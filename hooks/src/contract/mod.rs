@@ -21,7 +21,7 @@ pub use admission::{
 pub use composite::{CompositeRequest, CompositeResponse};
 pub use customize::{CustomizeRequest, CustomizeResponse, LabelSelector, RelatedResourceRule};
 pub use decorator::{DecoratorRequest, DecoratorResponse};
-pub use object::{lenient_string, Lenient, Object, ObjectMeta};
+pub use object::{lenient_string, null_as_default, Lenient, Object, ObjectMeta};
 pub(crate) use object_map::object_maps;
 pub use object_map::{ObjectMap, Objects};
 pub use patch::{escape_pointer, PatchOp};

@@ -1,0 +1,466 @@
+//! `/cert-rotation/sync` (cert-rotation.md §3): issuers from the MRCs' roles, the trust bundle,
+//! and leaf certificates kept or re-issued.
+
+use super::spec::{self, Certificate, ManagerSpec};
+use crate::contract::{object_maps, CompositeRequest, CompositeResponse, Object};
+use crate::mesh_root_certificate::model::{
+    b64, check_combination, provider, role, spiffe_enabled, trust_domain, DataObject,
+    DataObjectOut, MetaOut, Mrc, Provider, Role, CONFIGMAP_KEY, MANAGED_BY, MRC_KEY, SECRET_KEY,
+};
+use crate::meta::{Condition, PreviousConditions};
+use crate::pki::{Ca, LeafRequest};
+use rand_core::CryptoRngCore;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use time::OffsetDateTime;
+
+pub const LABEL_MANAGER: &str = "metahooks.dev/certificate-manager";
+pub const ANNOTATION_SIGNING: &str = "metahooks.dev/signing-issuer";
+pub const ANNOTATION_VALIDATING: &str = "metahooks.dev/validating-issuer";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagerStatus {
+    #[serde(default, deserialize_with = "crate::contract::lenient_string")]
+    pub signing_issuer: Option<String>,
+    #[serde(default, deserialize_with = "crate::contract::lenient_string")]
+    pub validating_issuer: Option<String>,
+    #[serde(default)]
+    pub conditions: PreviousConditions,
+}
+
+pub type Manager = Object<Value, ManagerStatus>;
+
+object_maps! {
+    /// The children: the trust-bundle ConfigMap and the leaf Secrets.
+    pub struct Children {
+        config_maps: DataObject = CONFIGMAP_KEY,
+        secrets: DataObject = SECRET_KEY,
+    }
+}
+
+object_maps! {
+    /// The namespace's MRCs and Secrets.
+    pub struct Related {
+        mrcs: Mrc = MRC_KEY,
+        secrets: DataObject = SECRET_KEY,
+    }
+}
+
+pub type SyncRequest = CompositeRequest<Manager, Children, Related>;
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_issuer: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validating_issuer: Option<String>,
+    pub conditions: Vec<Condition>,
+}
+
+pub type SyncResponse = CompositeResponse<Status, DataObjectOut>;
+
+/// A check of §3.1 that failed: the Ready reason and a message naming the objects involved.
+struct Frozen {
+    reason: &'static str,
+    message: String,
+}
+
+fn frozen(reason: &'static str, message: impl Into<String>) -> Frozen {
+    Frozen {
+        reason,
+        message: message.into(),
+    }
+}
+
+/// The issuers chosen for this sync, with their CAs.
+struct Issuers<'a> {
+    signing: &'a Mrc,
+    validating: &'a Mrc,
+    signing_ca: Ca,
+    trust_pem: String,
+}
+
+pub fn sync(req: &SyncRequest, now: OffsetDateTime, rng: &mut dyn CryptoRngCore) -> SyncResponse {
+    let parent = &req.parent;
+    let previous = &parent.status;
+    let generation = parent.metadata.generation;
+    match plan(req, now) {
+        Ok((spec, issuers)) => issue(req, &spec, &issuers, now, rng),
+        Err(f) => freeze(req, f, previous, generation, now),
+    }
+}
+
+/// §3.1 and §3.2: the checks, in order, and the choice of the signing and validating issuers.
+fn plan(req: &SyncRequest, now: OffsetDateTime) -> Result<(ManagerSpec, Issuers<'_>), Frozen> {
+    let parent = &req.parent;
+    let ns = parent.metadata.namespace.as_deref().unwrap_or("");
+    let spec = spec::parse(&parent.spec).map_err(|m| frozen("InvalidSpec", m))?;
+
+    let in_ns = |meta: &crate::contract::ObjectMeta| meta.namespace_or(ns) == ns;
+    let related_secrets: Vec<&DataObject> = req
+        .related
+        .secrets
+        .iter()
+        .filter(|s| in_ns(&s.metadata))
+        .collect();
+    for cert in &spec.certificates {
+        let ours = req
+            .children
+            .secrets
+            .iter()
+            .any(|s| s.metadata.name == cert.secret_name);
+        if !ours
+            && related_secrets
+                .iter()
+                .any(|s| s.metadata.name == cert.secret_name)
+        {
+            return Err(frozen(
+                "SecretConflict",
+                format!(
+                    "Secret {} exists and is not a leaf of this CertificateManager",
+                    cert.secret_name
+                ),
+            ));
+        }
+    }
+
+    let mut mrcs: Vec<&Mrc> = req
+        .related
+        .mrcs
+        .iter()
+        .filter(|m| in_ns(&m.metadata) && !m.metadata.is_terminating())
+        .collect();
+    mrcs.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let mut in_use: Vec<(&Mrc, Role)> = Vec::new();
+    for m in &mrcs {
+        match role(&m.spec) {
+            Ok(Role::Inactive) => {}
+            Ok(r) => in_use.push((m, r)),
+            Err(r) => {
+                return Err(frozen(
+                    "InvalidMRC",
+                    format!(
+                        "MeshRootCertificate {}: unknown role '{r}'",
+                        m.metadata.name
+                    ),
+                ))
+            }
+        }
+    }
+    let roles: Vec<Role> = in_use.iter().map(|(_, r)| *r).collect();
+    let names = |list: &[(&Mrc, Role)]| {
+        list.iter()
+            .map(|(m, _)| m.metadata.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Err(bad) = check_combination(&roles) {
+        let message = match in_use.len() {
+            0 => "no MeshRootCertificate is active or passive".to_owned(),
+            _ => format!("MeshRootCertificates in use: {}", names(&in_use)),
+        };
+        return Err(frozen(bad.reason(), message));
+    }
+
+    let (signing, validating) = choose(&in_use, parent.status.signing_issuer.as_deref())
+        .ok_or_else(|| frozen("NoActiveMRC", "no active MeshRootCertificate"))?;
+    let mut cas = Vec::with_capacity(2);
+    for mrc in [signing, validating] {
+        cas.push(usable_ca(mrc, &related_secrets, now)?);
+    }
+    let validating_ca_text = cas.pop().map(|(_, text)| text).unwrap_or_default();
+    let (signing_ca, signing_text) = cas.pop().ok_or_else(|| frozen("CAUnavailable", "no CA"))?;
+    let mut trust_pem = with_newline(&signing_text);
+    if validating.metadata.name != signing.metadata.name && validating_ca_text != signing_text {
+        trust_pem.push_str(&with_newline(&validating_ca_text));
+    }
+    Ok((
+        spec,
+        Issuers {
+            signing,
+            validating,
+            signing_ca,
+            trust_pem,
+        },
+    ))
+}
+
+/// §3.2: {X:A} -> (X, X); {X:A, Y:P} -> (X, Y); {X:A, Y:A} -> the current signer keeps signing,
+/// else the name that sorts first. `in_use` is sorted by name and already checked.
+fn choose<'a>(
+    in_use: &[(&'a Mrc, Role)],
+    current_signer: Option<&str>,
+) -> Option<(&'a Mrc, &'a Mrc)> {
+    match in_use {
+        [(x, Role::Active)] => Some((x, x)),
+        [(x, Role::Active), (y, Role::Passive)] => Some((x, y)),
+        [(x, Role::Passive), (y, Role::Active)] => Some((y, x)),
+        [(x, Role::Active), (y, Role::Active)] => {
+            if current_signer == Some(y.metadata.name.as_str()) {
+                Some((y, x))
+            } else {
+                Some((x, y))
+            }
+        }
+        _ => None,
+    }
+}
+
+/// §3.1 step 5 for one issuer: its provider and its Tresor CA, with the `ca.crt` text.
+fn usable_ca(
+    mrc: &Mrc,
+    secrets: &[&DataObject],
+    now: OffsetDateTime,
+) -> Result<(Ca, String), Frozen> {
+    let name = &mrc.metadata.name;
+    let secret_name = match provider(&mrc.spec) {
+        Ok(Provider::Tresor(secret)) => secret,
+        Ok(Provider::Vault) | Ok(Provider::CertManager) => {
+            return Err(frozen(
+                "UnsupportedProvider",
+                format!("MeshRootCertificate {name}: only the tresor provider is supported"),
+            ))
+        }
+        Err(p) => {
+            return Err(frozen(
+                "InvalidMRC",
+                format!("MeshRootCertificate {name}: {}", p.message()),
+            ))
+        }
+    };
+    let Some(secret) = secrets.iter().find(|s| s.metadata.name == secret_name) else {
+        return Err(frozen(
+            "CAUnavailable",
+            format!("MeshRootCertificate {name}: CA Secret {secret_name} does not exist yet"),
+        ));
+    };
+    let ca_crt = secret.secret_value("ca.crt");
+    let key = secret.secret_value("private.key");
+    let ca = Ca::from_secret(ca_crt.as_deref(), key.as_deref(), now).map_err(|e| {
+        frozen(
+            "CAUnavailable",
+            format!("MeshRootCertificate {name}: CA Secret {secret_name}: {e}"),
+        )
+    })?;
+    let text = String::from_utf8_lossy(ca_crt.as_deref().unwrap_or_default()).into_owned();
+    Ok((ca, text))
+}
+
+fn with_newline(text: &str) -> String {
+    if text.ends_with('\n') {
+        text.to_owned()
+    } else {
+        format!("{text}\n")
+    }
+}
+
+fn labels(manager: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (MANAGED_BY.to_owned(), "metahooks".to_owned()),
+        (LABEL_MANAGER.to_owned(), manager.to_owned()),
+    ])
+}
+
+/// §3.3-§3.5: the trust bundle and every leaf, kept when still good, else issued anew.
+fn issue(
+    req: &SyncRequest,
+    spec: &ManagerSpec,
+    issuers: &Issuers,
+    now: OffsetDateTime,
+    rng: &mut dyn CryptoRngCore,
+) -> SyncResponse {
+    let parent = &req.parent;
+    let ns = parent.metadata.namespace.as_deref().unwrap_or("");
+    let manager = parent.metadata.name.as_str();
+    let s = issuers.signing.metadata.name.as_str();
+    let v = issuers.validating.metadata.name.as_str();
+    let mut children = Vec::with_capacity(1 + spec.certificates.len());
+    children.push(DataObjectOut {
+        api_version: "v1",
+        kind: "ConfigMap",
+        metadata: MetaOut {
+            name: spec.config_map_name.clone(),
+            namespace: ns.to_owned(),
+            labels: labels(manager),
+            annotations: BTreeMap::new(),
+        },
+        type_: None,
+        data: BTreeMap::from([("ca.crt".to_owned(), issuers.trust_pem.clone())]),
+    });
+    let trust_b64 = b64(issuers.trust_pem.as_bytes());
+    let mut earliest_renewal: Option<OffsetDateTime> = None;
+    for cert in &spec.certificates {
+        let uri = spiffe_uri(issuers.signing, cert);
+        let observed = req
+            .children
+            .secrets
+            .iter()
+            .find(|o| o.metadata.name == cert.secret_name);
+        let kept = observed.and_then(|o| keep(o, cert, uri.as_deref(), issuers, now));
+        let (tls_crt, tls_key, renewal) = match kept {
+            Some(k) => k,
+            None => {
+                let leaf = LeafRequest {
+                    common_name: &cert.common_name,
+                    dns_names: &cert.dns_names,
+                    uri: uri.clone(),
+                    validity: cert.validity,
+                };
+                match issuers.signing_ca.issue(&leaf, now, rng) {
+                    Ok(pair) => (
+                        b64(pair.cert_pem.as_bytes()),
+                        b64(pair.key_pem.as_bytes()),
+                        now + cert.validity - cert.validity / 3,
+                    ),
+                    Err(e) => {
+                        return freeze(
+                            req,
+                            frozen(
+                                "CAUnavailable",
+                                format!(
+                                    "MeshRootCertificate {s}: issuing {}: {e}",
+                                    cert.secret_name
+                                ),
+                            ),
+                            &parent.status,
+                            parent.metadata.generation,
+                            now,
+                        )
+                    }
+                }
+            }
+        };
+        earliest_renewal = Some(earliest_renewal.map_or(renewal, |e| e.min(renewal)));
+        children.push(DataObjectOut {
+            api_version: "v1",
+            kind: "Secret",
+            metadata: MetaOut {
+                name: cert.secret_name.clone(),
+                namespace: ns.to_owned(),
+                labels: labels(manager),
+                annotations: BTreeMap::from([
+                    (ANNOTATION_SIGNING.to_owned(), s.to_owned()),
+                    (ANNOTATION_VALIDATING.to_owned(), v.to_owned()),
+                ]),
+            },
+            type_: Some("kubernetes.io/tls".to_owned()),
+            data: BTreeMap::from([
+                ("ca.crt".to_owned(), trust_b64.clone()),
+                ("tls.crt".to_owned(), tls_crt),
+                ("tls.key".to_owned(), tls_key),
+            ]),
+        });
+    }
+    let ready = parent.status.conditions.condition(
+        "Ready",
+        true,
+        "IssuersReady",
+        format!("signing with {s}, validating with {v}"),
+        parent.metadata.generation,
+        now,
+    );
+    CompositeResponse {
+        status: Status {
+            signing_issuer: Some(s.to_owned()),
+            validating_issuer: Some(v.to_owned()),
+            conditions: vec![ready],
+        },
+        children,
+        resync_after_seconds: earliest_renewal
+            .map(|r| ((r - now).as_seconds_f64().ceil().max(1.0)) as u64),
+        finalized: None,
+    }
+}
+
+/// `spiffe://<trust domain>/<path>` when the signing MRC has SPIFFE enabled (§3.4).
+fn spiffe_uri(signing: &Mrc, cert: &Certificate) -> Option<String> {
+    if !spiffe_enabled(&signing.spec) {
+        return None;
+    }
+    let td = trust_domain(&signing.spec);
+    let cn = cert.common_name.as_str();
+    let path = cn.strip_suffix(&format!(".{td}")).unwrap_or(cn);
+    Some(format!("spiffe://{td}/{}", path.replace('.', "/")))
+}
+
+/// §3.3: an observed leaf is kept when it is ours under (S, V), signed by S, names what the spec
+/// asks for, and has more than a third of its validity left. Returns its data and renewal point.
+fn keep(
+    observed: &DataObject,
+    cert: &Certificate,
+    uri: Option<&str>,
+    issuers: &Issuers,
+    now: OffsetDateTime,
+) -> Option<(String, String, OffsetDateTime)> {
+    let annotations = &observed.metadata.annotations;
+    if annotations.get(ANNOTATION_SIGNING).map(String::as_str)
+        != Some(issuers.signing.metadata.name.as_str())
+        || annotations.get(ANNOTATION_VALIDATING).map(String::as_str)
+            != Some(issuers.validating.metadata.name.as_str())
+    {
+        return None;
+    }
+    let crt = observed.secret_value("tls.crt")?;
+    let key = observed.secret_value("tls.key")?;
+    let facts = issuers.signing_ca.inspect_leaf(&crt, &key)?;
+    let expected_dns: BTreeSet<String> = if cert.dns_names.is_empty() {
+        BTreeSet::from([cert.common_name.clone()])
+    } else {
+        cert.dns_names.iter().cloned().collect()
+    };
+    let expected_uris: Vec<String> = uri.map(str::to_owned).into_iter().collect();
+    let lifetime = facts.not_after - facts.not_before;
+    let renewal = facts.not_after - lifetime / 3;
+    let good = facts.signed_by_ca
+        && facts.common_name == cert.common_name
+        && facts.dns_names == expected_dns
+        && facts.uris == expected_uris
+        && facts.not_after - now >= lifetime / 3;
+    good.then(|| {
+        (
+            observed.data.get("tls.crt").cloned().unwrap_or_default(),
+            observed.data.get("tls.key").cloned().unwrap_or_default(),
+            renewal,
+        )
+    })
+}
+
+/// §3.6: nothing issued, nothing deleted, the previous issuers kept, Ready=False.
+fn freeze(
+    req: &SyncRequest,
+    f: Frozen,
+    previous: &ManagerStatus,
+    generation: Option<i64>,
+    now: OffsetDateTime,
+) -> SyncResponse {
+    let ns = req.parent.metadata.namespace.as_deref().unwrap_or("");
+    let mut config_maps: Vec<&DataObject> = req.children.config_maps.iter().collect();
+    config_maps.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let mut secrets: Vec<&DataObject> = req.children.secrets.iter().collect();
+    secrets.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let children = config_maps
+        .into_iter()
+        .map(|c| DataObjectOut::observed("ConfigMap", c, ns))
+        .chain(
+            secrets
+                .into_iter()
+                .map(|s| DataObjectOut::observed("Secret", s, ns)),
+        )
+        .collect();
+    let ready = previous
+        .conditions
+        .condition("Ready", false, f.reason, f.message, generation, now);
+    CompositeResponse {
+        status: Status {
+            signing_issuer: previous.signing_issuer.clone(),
+            validating_issuer: previous.validating_issuer.clone(),
+            conditions: vec![ready],
+        },
+        children,
+        resync_after_seconds: None,
+        finalized: None,
+    }
+}

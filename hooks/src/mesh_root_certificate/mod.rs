@@ -1,0 +1,72 @@
+//! mesh-root-certificate: the decorator of every MeshRootCertificate (its Tresor CA Secret and
+//! its rotation stage) and the MRC admission rules (../shared/spec/cert-rotation.md §4, §6).
+
+pub mod admission;
+pub mod model;
+pub mod sync;
+
+use crate::contract::{decode, CustomizeRequest, CustomizeResponse, RelatedResourceRule};
+use crate::registry::{HookContext, HookOutput, Subject};
+use crate::RequestError;
+use model::{tresor_secret_name, Mrc, MANAGER_API, MRC_API};
+
+/// `POST /mesh-root-certificate/customize`: the namespace's MRCs and CertificateManagers, and
+/// the MRC's named CA Secret (so that a user's own CA is visible).
+pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+    let req: CustomizeRequest<Mrc> = decode(body)?;
+    let ns = req.parent.metadata.namespace.as_deref().unwrap_or_default();
+    if ns.is_empty() {
+        return Err(RequestError::new(
+            "parent.metadata.namespace",
+            "missing: a MeshRootCertificate is namespaced",
+        ));
+    }
+    let mut rules = vec![
+        RelatedResourceRule::in_namespace(MRC_API, "meshrootcertificates", ns),
+        RelatedResourceRule::in_namespace(MANAGER_API, "certificatemanagers", ns),
+    ];
+    if let Some(secret) = tresor_secret_name(&req.parent.spec.provider) {
+        let mut rule = RelatedResourceRule::in_namespace("v1", "secrets", ns);
+        rule.names = Some(vec![secret.to_owned()]);
+        rules.push(rule);
+    }
+    HookOutput::json(
+        Subject::object("MeshRootCertificate", &req.parent.metadata),
+        &CustomizeResponse {
+            related_resources: rules,
+        },
+    )
+}
+
+/// `POST /mesh-root-certificate/sync`.
+pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+    let req: sync::SyncRequest = decode(body)?;
+    let response = sync::sync(&req, ctx.now, ctx.rng);
+    HookOutput::json(
+        Subject::object("MeshRootCertificate", &req.object.metadata),
+        &response,
+    )
+}
+
+/// `POST /mesh-root-certificate/validate`.
+pub fn validate_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+    let review: crate::contract::AdmissionReview<serde_json::Value> = decode(body)?;
+    let response = admission::validate(&review.request);
+    HookOutput::json(admission_subject(&review.request), &response.into_review())
+}
+
+/// `POST /mesh-root-certificate/mutate`.
+pub fn mutate_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+    let review: crate::contract::AdmissionReview<serde_json::Value> = decode(body)?;
+    let response = admission::mutate(&review.request);
+    HookOutput::json(admission_subject(&review.request), &response.into_review())
+}
+
+fn admission_subject(req: &crate::contract::AdmissionRequest<serde_json::Value>) -> Subject {
+    Subject {
+        kind: req.kind.kind.clone(),
+        namespace: req.namespace.clone().unwrap_or_default(),
+        name: req.name.clone().unwrap_or_default(),
+        uid: req.uid.clone(),
+    }
+}
