@@ -42,3 +42,6 @@ pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, Reque
         &response,
     )
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,388 @@
+//! Rules of cert-rotation.md §3, each test naming the rule it checks.
+
+use super::sync::{sync, SyncRequest};
+use crate::contract::decode;
+use crate::mesh_root_certificate::model::b64;
+use crate::pki::generate_ca;
+use serde_json::{json, Value};
+use time::macros::datetime;
+
+const NOW: time::OffsetDateTime = datetime!(2026-06-01 12:00:00 UTC);
+const NS: &str = "mesh";
+
+fn mrc(name: &str, role: Value, provider: Value) -> Value {
+    json!({"metadata": {"name": name, "namespace": NS}, "spec": {"role": role, "trustDomain": "cluster.local", "provider": provider}})
+}
+
+fn tresor(secret: &str) -> Value {
+    json!({"tresor": {"ca": {"secretRef": {"name": secret, "namespace": NS}}}})
+}
+
+fn ca_secret(name: &str, cn: &str) -> Value {
+    let pair = generate_ca(cn, "cluster.local", NOW, &mut rand_core::OsRng).unwrap();
+    json!({"metadata": {"name": name, "namespace": NS}, "type": "Opaque",
+           "data": {"ca.crt": b64(pair.cert_pem.as_bytes()), "private.key": b64(pair.key_pem.as_bytes())}})
+}
+
+fn keyed(objs: &[Value]) -> Value {
+    Value::Object(
+        objs.iter()
+            .map(|o| {
+                (
+                    o["metadata"]["name"].as_str().unwrap().to_owned(),
+                    o.clone(),
+                )
+            })
+            .collect(),
+    )
+}
+
+fn request(
+    spec: Value,
+    status: Value,
+    mrcs: &[Value],
+    secrets: &[Value],
+    child_secrets: &[Value],
+) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "parent": {"metadata": {"name": "mgr", "namespace": NS, "generation": 2}, "spec": spec, "status": status},
+        "children": {"ConfigMap.v1": {}, "Secret.v1": keyed(child_secrets)},
+        "related": {"MeshRootCertificate.config.openservicemesh.io/v1alpha2": keyed(mrcs), "Secret.v1": keyed(secrets)},
+    }))
+    .unwrap()
+}
+
+fn spec() -> Value {
+    json!({"trustBundle": {"configMapName": "bundle"}, "certificates": [{"secretName": "leaf", "commonName": "web.mesh.cluster.local"}]})
+}
+
+fn run(body: &[u8]) -> Value {
+    let req: SyncRequest = decode(body).unwrap();
+    serde_json::to_value(sync(&req, NOW, &mut rand_core::OsRng)).unwrap()
+}
+
+fn ready(resp: &Value) -> (String, String) {
+    let c = &resp["status"]["conditions"][0];
+    (
+        c["status"].as_str().unwrap().into(),
+        c["reason"].as_str().unwrap().into(),
+    )
+}
+
+#[test]
+fn rule_3_2_single_active_signs_and_validates() {
+    let resp = run(&request(
+        spec(),
+        json!({}),
+        &[mrc("a", json!("active"), tresor("a-ca"))],
+        &[ca_secret("a-ca", "a")],
+        &[],
+    ));
+    assert_eq!(resp["status"]["signingIssuer"], "a");
+    assert_eq!(resp["status"]["validatingIssuer"], "a");
+    assert_eq!(ready(&resp), ("True".into(), "IssuersReady".into()));
+    let kinds: Vec<&str> = resp["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["ConfigMap", "Secret"]);
+    let leaf = &resp["children"][1];
+    assert_eq!(
+        leaf["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "metahooks"
+    );
+    assert_eq!(
+        leaf["metadata"]["labels"]["metahooks.dev/certificate-manager"],
+        "mgr"
+    );
+    // 24h default validity: renewal after 16h.
+    assert_eq!(resp["resyncAfterSeconds"], 16 * 3600);
+}
+
+#[test]
+fn rule_3_2_active_and_passive_whatever_the_names() {
+    let mrcs = [
+        mrc("a", json!("passive"), tresor("a-ca")),
+        mrc("z", json!("active"), tresor("z-ca")),
+    ];
+    let resp = run(&request(
+        spec(),
+        json!({}),
+        &mrcs,
+        &[ca_secret("a-ca", "a"), ca_secret("z-ca", "z")],
+        &[],
+    ));
+    assert_eq!(
+        (
+            resp["status"]["signingIssuer"].as_str(),
+            resp["status"]["validatingIssuer"].as_str()
+        ),
+        (Some("z"), Some("a"))
+    );
+}
+
+#[test]
+fn rule_3_2_two_actives_sticky_then_name_order() {
+    let mrcs = [
+        mrc("a", json!("active"), tresor("a-ca")),
+        mrc("b", json!("active"), tresor("b-ca")),
+    ];
+    let secrets = [ca_secret("a-ca", "a"), ca_secret("b-ca", "b")];
+    let resp = run(&request(
+        spec(),
+        json!({"signingIssuer": "b", "validatingIssuer": "a"}),
+        &mrcs,
+        &secrets,
+        &[],
+    ));
+    assert_eq!(resp["status"]["signingIssuer"], "b");
+    let resp = run(&request(
+        spec(),
+        json!({"signingIssuer": "gone"}),
+        &mrcs,
+        &secrets,
+        &[],
+    ));
+    assert_eq!(resp["status"]["signingIssuer"], "a");
+    assert_eq!(resp["status"]["validatingIssuer"], "b");
+}
+
+#[test]
+fn rule_3_1_failures_freeze_in_order() {
+    let a = mrc("a", json!("active"), tresor("a-ca"));
+    let a_ca = ca_secret("a-ca", "a");
+    let observed_leaf = json!({"metadata": {"name": "leaf", "namespace": NS, "uid": "x",
+        "annotations": {"metacontroller.k8s.io/last-applied-configuration": "{}", "keep": "1"}},
+        "type": "kubernetes.io/tls", "data": {"tls.crt": "AAAA", "tls.key": "BBBB", "ca.crt": "CCCC"}});
+    let prev = json!({"signingIssuer": "a", "validatingIssuer": "a"});
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (
+            request(
+                json!({"trustBundle": {}}),
+                prev.clone(),
+                &[a.clone()],
+                &[a_ca.clone()],
+                &[observed_leaf.clone()],
+            ),
+            "InvalidSpec",
+        ),
+        (
+            request(
+                spec(),
+                prev.clone(),
+                &[a.clone()],
+                &[
+                    a_ca.clone(),
+                    json!({"metadata": {"name": "leaf"}, "data": {}}),
+                ],
+                &[],
+            ),
+            "SecretConflict",
+        ),
+        (
+            request(
+                spec(),
+                prev.clone(),
+                &[a.clone(), mrc("b", json!("standby"), tresor("b-ca"))],
+                &[a_ca.clone()],
+                &[observed_leaf.clone()],
+            ),
+            "InvalidMRC",
+        ),
+        (
+            request(
+                spec(),
+                prev.clone(),
+                &[mrc("a", json!("inactive"), tresor("a-ca"))],
+                &[a_ca.clone()],
+                &[observed_leaf.clone()],
+            ),
+            "NoMRCInUse",
+        ),
+        (
+            request(
+                spec(),
+                prev.clone(),
+                &[mrc("a", json!("passive"), tresor("a-ca"))],
+                &[a_ca.clone()],
+                &[observed_leaf.clone()],
+            ),
+            "NoActiveMRC",
+        ),
+        (
+            request(
+                spec(),
+                prev.clone(),
+                &[
+                    a.clone(),
+                    mrc("b", json!("passive"), tresor("b-ca")),
+                    mrc("c", json!("active"), tresor("c-ca")),
+                ],
+                &[a_ca.clone()],
+                &[observed_leaf.clone()],
+            ),
+            "TooManyMRCsInUse",
+        ),
+        (
+            request(
+                spec(),
+                prev.clone(),
+                &[mrc("a", json!("active"), json!({"vault": {"host": "v"}}))],
+                &[],
+                &[observed_leaf.clone()],
+            ),
+            "UnsupportedProvider",
+        ),
+        (
+            request(
+                spec(),
+                prev.clone(),
+                &[mrc("a", json!("active"), json!({}))],
+                &[],
+                &[observed_leaf.clone()],
+            ),
+            "InvalidMRC",
+        ),
+        (
+            request(
+                spec(),
+                prev.clone(),
+                &[a.clone()],
+                &[],
+                &[observed_leaf.clone()],
+            ),
+            "CAUnavailable",
+        ),
+    ];
+    for (body, reason) in cases {
+        let resp = run(&body);
+        assert_eq!(ready(&resp), ("False".into(), reason.into()));
+        assert_eq!(
+            resp["status"]["signingIssuer"], "a",
+            "{reason}: previous issuers kept"
+        );
+        assert!(resp.get("resyncAfterSeconds").is_none());
+        let children = resp["children"].as_array().unwrap();
+        if reason != "SecretConflict" {
+            assert_eq!(children.len(), 1, "{reason}: observed leaf returned");
+            assert_eq!(children[0]["data"], observed_leaf["data"]);
+            assert_eq!(children[0]["metadata"]["annotations"], json!({"keep": "1"}));
+            assert!(children[0]["metadata"].get("uid").is_none());
+        }
+    }
+    // Absent previous issuers stay absent.
+    let resp = run(&request(json!({}), json!({}), &[], &[], &[]));
+    assert!(resp["status"].get("signingIssuer").is_none());
+}
+
+#[test]
+fn rule_3_1_messages_never_carry_key_material() {
+    let mut broken = ca_secret("a-ca", "a");
+    let key = broken["data"]["private.key"].as_str().unwrap().to_owned();
+    broken["data"]["ca.crt"] = json!(key.clone());
+    let resp = run(&request(
+        spec(),
+        json!({}),
+        &[mrc("a", json!("active"), tresor("a-ca"))],
+        &[broken],
+        &[],
+    ));
+    let text = serde_json::to_string(&resp["status"]).unwrap();
+    assert_eq!(ready(&resp).1, "CAUnavailable");
+    assert!(text.contains("a-ca") && text.contains("ca.crt"), "{text}");
+    assert!(!text.contains(&key[..20]) && !text.contains("PRIVATE"));
+}
+
+#[test]
+fn rule_3_3_unchanged_state_gives_byte_identical_children() {
+    let mrcs = [mrc("a", json!("active"), tresor("a-ca"))];
+    let secrets = [ca_secret("a-ca", "a")];
+    let first = run(&request(spec(), json!({}), &mrcs, &secrets, &[]));
+    let leaf = first["children"][1].clone();
+    let second = run(&request(
+        spec(),
+        first["status"].clone(),
+        &mrcs,
+        &secrets,
+        &[leaf.clone()],
+    ));
+    assert_eq!(
+        serde_json::to_string(&first["children"]).unwrap(),
+        serde_json::to_string(&second["children"]).unwrap()
+    );
+    // A different commonName re-issues.
+    let mut other = spec();
+    other["certificates"][0]["commonName"] = json!("api.mesh.cluster.local");
+    let third = run(&request(
+        other,
+        first["status"].clone(),
+        &mrcs,
+        &secrets,
+        &[leaf.clone()],
+    ));
+    assert_ne!(
+        third["children"][1]["data"]["tls.crt"],
+        leaf["data"]["tls.crt"]
+    );
+}
+
+#[test]
+fn rule_3_4_spiffe_uri_from_the_signing_mrc() {
+    let mut a = mrc("a", json!("active"), tresor("a-ca"));
+    a["spec"]["spiffeEnabled"] = json!(true);
+    let resp = run(&request(
+        spec(),
+        json!({}),
+        &[a],
+        &[ca_secret("a-ca", "a")],
+        &[],
+    ));
+    use base64::Engine;
+    let crt = base64::engine::general_purpose::STANDARD
+        .decode(resp["children"][1]["data"]["tls.crt"].as_str().unwrap())
+        .unwrap();
+    let der = x509_parser::pem::Pem::iter_from_buffer(&crt)
+        .next()
+        .unwrap()
+        .unwrap()
+        .contents;
+    let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
+    let san = cert.subject_alternative_name().unwrap().unwrap();
+    let names: Vec<String> = san
+        .value
+        .general_names
+        .iter()
+        .map(|g| g.to_string())
+        .collect();
+    assert!(
+        names.contains(&"URI(spiffe://cluster.local/web/mesh)".to_owned()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"DNSName(web.mesh.cluster.local)".to_owned()),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn rule_2_customize_asks_for_mrcs_and_secrets_of_the_namespace() {
+    let body = serde_json::to_vec(
+        &json!({"controller": {}, "parent": {"metadata": {"name": "mgr", "namespace": NS}}}),
+    )
+    .unwrap();
+    let mut rng = rand_core::OsRng;
+    let mut ctx = crate::registry::HookContext {
+        now: NOW,
+        rng: &mut rng,
+    };
+    let out: Value =
+        serde_json::from_slice(&super::customize_hook(&body, &mut ctx).unwrap().body).unwrap();
+    assert_eq!(
+        out,
+        json!({"relatedResources": [
+        {"apiVersion": "config.openservicemesh.io/v1alpha2", "resource": "meshrootcertificates", "namespace": NS},
+        {"apiVersion": "v1", "resource": "secrets", "namespace": NS}]})
+    );
+}
