@@ -70,3 +70,6 @@ fn admission_subject(req: &crate::contract::AdmissionRequest<serde_json::Value>)
         uid: req.uid.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests;

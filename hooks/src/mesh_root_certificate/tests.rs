@@ -1,0 +1,448 @@
+//! Rules of cert-rotation.md §4 and §6, each test naming the rule it checks.
+
+use super::admission::{mutate, validate};
+use super::model::b64;
+use super::sync::{sync, SyncRequest};
+use crate::contract::{decode, AdmissionReview};
+use crate::pki::generate_ca;
+use serde_json::{json, Value};
+use time::macros::datetime;
+
+const NOW: time::OffsetDateTime = datetime!(2026-06-01 12:00:00 UTC);
+const NS: &str = "mesh";
+
+fn mrc(name: &str, role: &str, state: Option<&str>) -> Value {
+    let mut m = json!({"metadata": {"name": name, "namespace": NS, "generation": 1},
+        "spec": {"role": role, "trustDomain": "cluster.local", "spiffeEnabled": false,
+                 "provider": {"tresor": {"ca": {"secretRef": {"name": format!("{name}-ca"), "namespace": NS}}}}}});
+    if let Some(s) = state {
+        m["status"] = json!({"state": s});
+    }
+    m
+}
+
+fn ca_secret(name: &str) -> Value {
+    let pair = generate_ca(name, "cluster.local", NOW, &mut rand_core::OsRng).unwrap();
+    json!({"metadata": {"name": name, "namespace": NS, "uid": "u"}, "type": "Opaque",
+           "data": {"ca.crt": b64(pair.cert_pem.as_bytes()), "private.key": b64(pair.key_pem.as_bytes())}})
+}
+
+fn manager(s: Option<&str>, v: Option<&str>) -> Value {
+    json!({"metadata": {"name": "mgr", "namespace": NS}, "spec": {"certificates": [{"validity": "2h"}]},
+           "status": {"signingIssuer": s, "validatingIssuer": v}})
+}
+
+fn keyed(objs: &[Value]) -> Value {
+    Value::Object(
+        objs.iter()
+            .map(|o| {
+                (
+                    format!("{NS}/{}", o["metadata"]["name"].as_str().unwrap()),
+                    o.clone(),
+                )
+            })
+            .collect(),
+    )
+}
+
+fn run(
+    object: &Value,
+    attachments: &[Value],
+    mrcs: &[Value],
+    managers: &[Value],
+    secrets: &[Value],
+) -> Value {
+    let body = serde_json::to_vec(&json!({"controller": {}, "object": object,
+        "attachments": {"Secret.v1": keyed(attachments)},
+        "related": {"MeshRootCertificate.config.openservicemesh.io/v1alpha2": keyed(mrcs),
+                    "CertificateManager.metahooks.dev/v1alpha1": keyed(managers), "Secret.v1": keyed(secrets)}})).unwrap();
+    let req: SyncRequest = decode(&body).unwrap();
+    serde_json::to_value(sync(&req, NOW, &mut rand_core::OsRng)).unwrap()
+}
+
+fn accepted(resp: &Value) -> (&str, &str) {
+    let c = &resp["status"]["conditions"][0];
+    (c["status"].as_str().unwrap(), c["reason"].as_str().unwrap())
+}
+
+#[test]
+fn rule_4_1_generates_a_missing_ca_when_not_in_use() {
+    let m = mrc("b", "inactive", None);
+    let resp = run(&m, &[], &[m.clone()], &[], &[]);
+    let att = resp["attachments"].as_array().unwrap();
+    assert_eq!(att.len(), 1);
+    assert_eq!(att[0]["metadata"]["name"], "b-ca");
+    assert_eq!(att[0]["type"], "Opaque");
+    assert_eq!(
+        att[0]["metadata"]["labels"]["metahooks.dev/mesh-root-certificate"],
+        "b"
+    );
+    use base64::Engine;
+    let crt = base64::engine::general_purpose::STANDARD
+        .decode(att[0]["data"]["ca.crt"].as_str().unwrap())
+        .unwrap();
+    let der = x509_parser::pem::Pem::iter_from_buffer(&crt)
+        .next()
+        .unwrap()
+        .unwrap()
+        .contents;
+    let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
+    assert!(cert.is_ca());
+    assert_eq!(cert.subject().to_string(), "CN=b, O=cluster.local");
+    assert_eq!(resp["status"]["state"], "inactive");
+    assert_eq!(accepted(&resp), ("True", "CAReady"));
+    assert!(resp.get("labels").is_none() && resp.get("annotations").is_none());
+    assert!(!serde_json::to_string(&resp["status"])
+        .unwrap()
+        .contains("PRIVATE"));
+}
+
+#[test]
+fn rule_4_1_observed_attachment_returned_exactly_and_never_regenerated() {
+    let m = mrc("a", "active", Some("active"));
+    let secret = ca_secret("a-ca");
+    let resp = run(
+        &m,
+        &[secret.clone()],
+        &[m.clone()],
+        &[manager(Some("a"), Some("a"))],
+        &[secret.clone()],
+    );
+    assert_eq!(resp["attachments"][0]["data"], secret["data"]);
+    assert_eq!(resp["attachments"].as_array().unwrap().len(), 1);
+    assert_eq!(resp["status"]["state"], "active");
+    // A broken attachment is reported, not repaired.
+    let mut broken = secret.clone();
+    broken["data"]["private.key"] = json!(b64(b"nope"));
+    let resp = run(&m, &[broken.clone()], &[m.clone()], &[], &[broken.clone()]);
+    assert_eq!(resp["attachments"][0]["data"], broken["data"]);
+    assert_eq!(resp["status"]["state"], "error");
+    assert_eq!(accepted(&resp), ("False", "CAUnusable"));
+}
+
+#[test]
+fn rule_4_1_users_own_ca_is_used_not_returned() {
+    let m = mrc("a", "active", None);
+    let resp = run(&m, &[], &[m.clone()], &[], &[ca_secret("a-ca")]);
+    assert_eq!(resp["attachments"], json!([]));
+    assert_eq!(accepted(&resp), ("True", "CAReady"));
+}
+
+#[test]
+fn rule_4_1_missing_ca_in_use_is_not_generated() {
+    let m = mrc("a", "active", Some("active"));
+    let resp = run(&m, &[], &[m.clone()], &[manager(Some("a"), Some("a"))], &[]);
+    assert_eq!(resp["attachments"], json!([]));
+    assert_eq!(resp["status"]["state"], "error");
+    assert_eq!(accepted(&resp), ("False", "CASecretMissing"));
+}
+
+#[test]
+fn rule_4_2_errors_in_order() {
+    let mut bad_role = mrc("a", "standby", None);
+    assert_eq!(
+        accepted(&run(&bad_role, &[], &[], &[], &[])),
+        ("False", "InvalidSpec")
+    );
+    bad_role["spec"]["role"] = json!("active");
+    bad_role["spec"]["provider"] = json!({"vault": {"host": "v"}});
+    assert_eq!(
+        accepted(&run(&bad_role, &[], &[], &[], &[])),
+        ("False", "UnsupportedProvider")
+    );
+    bad_role["spec"]["provider"] = json!({"tresor": {"ca": {}}, "certManager": {}});
+    assert_eq!(
+        accepted(&run(&bad_role, &[], &[], &[], &[])),
+        ("False", "InvalidSpec")
+    );
+    // Two passives: in use by role and the set is invalid.
+    let a = mrc("a", "passive", None);
+    let b = mrc("b", "passive", None);
+    let resp = run(&a, &[ca_secret("a-ca")], &[a.clone(), b.clone()], &[], &[]);
+    assert_eq!(accepted(&resp), ("False", "InvalidRoleCombination"));
+    assert_eq!(resp["status"]["state"], "error");
+    // An inactive MRC is not part of the invalid set.
+    let c = mrc("c", "inactive", None);
+    let resp = run(&c, &[ca_secret("c-ca")], &[a, b, c.clone()], &[], &[]);
+    assert_eq!(accepted(&resp), ("True", "CAReady"));
+}
+
+#[test]
+fn rule_4_3_state_table() {
+    let m = |state: Option<&str>| mrc("x", "active", state);
+    let secret = ca_secret("x-ca");
+    let state = |object: Value, mgr: Value| {
+        run(&object, &[secret.clone()], &[object.clone()], &[mgr], &[])["status"]["state"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(state(m(None), manager(Some("x"), Some("x"))), "active");
+    assert_eq!(
+        state(m(Some("active")), manager(Some("x"), Some("y"))),
+        "active"
+    );
+    assert_eq!(
+        state(m(Some("validatingRollout")), manager(Some("x"), Some("y"))),
+        "issuingRollout"
+    );
+    assert_eq!(
+        state(m(Some("active")), manager(Some("y"), Some("x"))),
+        "issuingRollback"
+    );
+    assert_eq!(
+        state(m(Some("issuingRollout")), manager(Some("y"), Some("x"))),
+        "issuingRollback"
+    );
+    assert_eq!(
+        state(m(Some("inactive")), manager(Some("y"), Some("x"))),
+        "validatingRollout"
+    );
+    assert_eq!(
+        state(m(Some("issuingRollback")), manager(Some("y"), Some("y"))),
+        "validatingRollback"
+    );
+    assert_eq!(
+        state(m(Some("validatingRollout")), manager(Some("y"), Some("y"))),
+        "inactive"
+    );
+    assert_eq!(state(m(None), manager(None, None)), "inactive");
+}
+
+#[test]
+fn rule_4_3_validating_rollback_waits_out_the_grace() {
+    let secret = ca_secret("x-ca");
+    let mut x = mrc("x", "inactive", Some("active"));
+    let resp = run(
+        &x,
+        &[secret.clone()],
+        &[x.clone()],
+        &[manager(Some("y"), Some("y"))],
+        &[],
+    );
+    assert_eq!(resp["status"]["state"], "validatingRollback");
+    assert_eq!(
+        resp["resyncAfterSeconds"], 7200,
+        "grace = longest validity, 2h"
+    );
+    assert_eq!(resp["status"]["conditions"][1]["reason"], "NotInUse");
+    // An hour after InUse turned False: still rolling back.
+    x["status"] = resp["status"].clone();
+    x["status"]["conditions"][1]["lastTransitionTime"] = json!("2026-06-01T11:00:00Z");
+    let resp = run(
+        &x,
+        &[secret.clone()],
+        &[x.clone()],
+        &[manager(Some("y"), Some("y"))],
+        &[],
+    );
+    assert_eq!(resp["status"]["state"], "validatingRollback");
+    assert_eq!(resp["resyncAfterSeconds"], 3600);
+    // Past the grace: inactive, no resync.
+    x["status"]["conditions"][1]["lastTransitionTime"] = json!("2026-06-01T09:59:59Z");
+    let resp = run(
+        &x,
+        &[secret.clone()],
+        &[x.clone()],
+        &[manager(Some("y"), Some("y"))],
+        &[],
+    );
+    assert_eq!(resp["status"]["state"], "inactive");
+    assert!(resp.get("resyncAfterSeconds").is_none());
+}
+
+#[test]
+fn rule_4_4_in_use_reasons() {
+    let secret = ca_secret("x-ca");
+    let x = mrc("x", "active", Some("active"));
+    let reason = |mgr| {
+        run(&x, &[secret.clone()], &[x.clone()], &[mgr], &[])["status"]["conditions"][1]["reason"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        reason(manager(Some("x"), Some("x"))),
+        "SigningAndValidating"
+    );
+    assert_eq!(reason(manager(Some("x"), Some("y"))), "Signing");
+    assert_eq!(reason(manager(Some("y"), Some("x"))), "Validating");
+}
+
+fn review(
+    op: &str,
+    object: Option<Value>,
+    old: Option<Value>,
+    user: &str,
+) -> AdmissionReview<Value> {
+    serde_json::from_value(json!({"request": {"uid": "u-7", "kind": {"group": "config.openservicemesh.io", "version": "v1alpha2", "kind": "MeshRootCertificate"},
+        "operation": op, "name": "a", "namespace": NS, "object": object, "oldObject": old, "userInfo": {"username": user}}})).unwrap()
+}
+
+fn denial(resp: &crate::contract::AdmissionResponse) -> Option<String> {
+    resp.status.as_ref().map(|s| s.message.clone())
+}
+
+#[test]
+fn rule_6_validate_create() {
+    let ok = mrc("a", "active", None);
+    assert_eq!(
+        denial(&validate(
+            &review("CREATE", Some(ok.clone()), None, "u").request
+        )),
+        None
+    );
+    let mut cases = vec![];
+    let mut m = ok.clone();
+    m["spec"]["trustDomain"] = json!("");
+    cases.push((m, "trust-domain-empty"));
+    let mut m = ok.clone();
+    m["spec"]["provider"] = json!({});
+    cases.push((m, "provider-missing"));
+    let mut m = ok.clone();
+    m["spec"]["provider"]["vault"] = json!({"host": "v"});
+    cases.push((m, "provider-multiple"));
+    let mut m = ok.clone();
+    m["spec"]["provider"]["tresor"]["ca"]["secretRef"]["namespace"] = json!("");
+    cases.push((m, "provider-fields"));
+    let mut m = ok.clone();
+    m["spec"]["provider"] = json!({"vault": {"host": "v", "role": "r", "protocol": "ftp", "port": 8200, "token": {"secretKeyRef": {"name": "n", "key": "k", "namespace": "ns"}}}});
+    cases.push((m, "provider-fields"));
+    let mut m = ok.clone();
+    m["spec"]["provider"] =
+        json!({"certManager": {"issuerName": "i", "issuerKind": "Other", "issuerGroup": "g"}});
+    cases.push((m, "provider-fields"));
+    let mut m = ok.clone();
+    m["spec"]["role"] = json!("standby");
+    cases.push((m, "role-invalid"));
+    for (object, key) in cases {
+        let resp = validate(&review("CREATE", Some(object), None, "u").request);
+        assert!(!resp.allowed);
+        assert_eq!(resp.status.as_ref().unwrap().code, 403);
+        let message = denial(&resp).unwrap();
+        assert!(
+            message.starts_with(&format!("{key}: MeshRootCertificate mesh/a: ")),
+            "{message}"
+        );
+    }
+    // Vault and certManager done right are admitted.
+    let mut m = ok.clone();
+    m["spec"]["provider"] = json!({"certManager": {"issuerName": "i", "issuerKind": "ClusterIssuer", "issuerGroup": "cert-manager.io"}});
+    assert!(validate(&review("CREATE", Some(m), None, "u").request).allowed);
+}
+
+#[test]
+fn rule_6_validate_update() {
+    let old = mrc("a", "active", None);
+    let check = |new: Value| {
+        denial(&validate(
+            &review("UPDATE", Some(new), Some(old.clone()), "u").request,
+        ))
+        .map(|m| m.split(':').next().unwrap().to_owned())
+    };
+    let mut m = old.clone();
+    m["spec"]["provider"]["tresor"]["ca"]["secretRef"]["name"] = json!("other");
+    assert_eq!(check(m).as_deref(), Some("provider-immutable"));
+    let mut m = old.clone();
+    m["spec"]["trustDomain"] = json!("example.org");
+    assert_eq!(check(m).as_deref(), Some("trust-domain-immutable"));
+    let mut m = old.clone();
+    m["spec"]["spiffeEnabled"] = json!(true);
+    assert_eq!(check(m).as_deref(), Some("spiffe-immutable"));
+    let mut m = old.clone();
+    m["spec"]["role"] = json!("inactive");
+    assert_eq!(check(m).as_deref(), Some("role-active-to-inactive"));
+    let mut m = old.clone();
+    m["spec"]["role"] = json!("passive");
+    assert_eq!(check(m), None);
+    let mut m = old.clone();
+    m["status"] = json!({"state": "active"});
+    m["metadata"]["labels"] = json!({"x": "y"});
+    assert_eq!(check(m), None, "status and metadata changes pass");
+    // Absent trustDomain counts as cluster.local.
+    let mut m = old.clone();
+    m["spec"].as_object_mut().unwrap().remove("trustDomain");
+    assert_eq!(check(m), None);
+    let inactive = mrc("a", "inactive", None);
+    let resp = validate(&review("UPDATE", Some(old.clone()), Some(inactive), "u").request);
+    assert!(denial(&resp)
+        .unwrap()
+        .starts_with("role-inactive-to-active:"));
+}
+
+#[test]
+fn rule_6_validate_delete() {
+    let deny = |old: Value, user: &str| {
+        denial(&validate(&review("DELETE", None, Some(old), user).request))
+    };
+    assert!(deny(mrc("a", "active", None), "u")
+        .unwrap()
+        .starts_with("delete-in-use: MeshRootCertificate mesh/a:"));
+    assert!(deny(mrc("a", "inactive", Some("validatingRollout")), "u").is_some());
+    let mut in_use = mrc("a", "inactive", Some("inactive"));
+    in_use["status"]["conditions"] = json!([{"type": "InUse", "status": "True"}]);
+    assert!(deny(in_use, "u").is_some());
+    assert_eq!(
+        deny(mrc("a", "inactive", Some("validatingRollback")), "u"),
+        None
+    );
+    assert_eq!(
+        deny(
+            mrc("a", "active", None),
+            "system:serviceaccount:kube-system:namespace-controller"
+        ),
+        None
+    );
+    let mut annotated = mrc("a", "active", None);
+    annotated["metadata"]["annotations"] = json!({"metahooks.dev/allow-delete": "true"});
+    assert_eq!(deny(annotated, "u"), None);
+    assert!(validate(&review("DELETE", None, None, "u").request).allowed);
+}
+
+#[test]
+fn rule_6_mutate_defaults_on_create() {
+    use base64::Engine;
+    let patch = |object: Value| -> Option<Value> {
+        let resp = mutate(&review("CREATE", Some(object), None, "u").request);
+        assert!(resp.allowed);
+        resp.patch.map(|p| {
+            serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(p).unwrap())
+                .unwrap()
+        })
+    };
+    assert_eq!(
+        patch(json!({"metadata": {"name": "a"}})),
+        Some(
+            json!([{"op": "add", "path": "/spec", "value": {"role": "inactive", "trustDomain": "cluster.local", "spiffeEnabled": false}}])
+        )
+    );
+    assert_eq!(
+        patch(json!({"spec": {"role": null, "trustDomain": "", "provider": {}}})),
+        Some(json!([
+        {"op": "add", "path": "/spec/role", "value": "inactive"},
+        {"op": "add", "path": "/spec/spiffeEnabled", "value": false}]))
+    );
+    assert_eq!(patch(mrc("a", "active", None)), None);
+    let resp = mutate(&review("UPDATE", Some(json!({})), None, "u").request);
+    assert!(resp.allowed && resp.patch.is_none());
+}
+
+#[test]
+fn rule_2_customize_names_the_ca_secret() {
+    let body =
+        serde_json::to_vec(&json!({"controller": {}, "parent": mrc("a", "active", None)})).unwrap();
+    let mut rng = rand_core::OsRng;
+    let mut ctx = crate::registry::HookContext {
+        now: NOW,
+        rng: &mut rng,
+    };
+    let out: Value =
+        serde_json::from_slice(&super::customize_hook(&body, &mut ctx).unwrap().body).unwrap();
+    assert_eq!(
+        out["relatedResources"],
+        json!([
+        {"apiVersion": "config.openservicemesh.io/v1alpha2", "resource": "meshrootcertificates", "namespace": NS},
+        {"apiVersion": "metahooks.dev/v1alpha1", "resource": "certificatemanagers", "namespace": NS},
+        {"apiVersion": "v1", "resource": "secrets", "namespace": NS, "names": ["a-ca"]}])
+    );
+}
