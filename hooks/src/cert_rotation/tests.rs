@@ -306,7 +306,7 @@ fn rule_3_3_unchanged_state_gives_byte_identical_children() {
         first["status"].clone(),
         &mrcs,
         &secrets,
-        &[leaf.clone()],
+        std::slice::from_ref(&leaf),
     ));
     assert_eq!(
         serde_json::to_string(&first["children"]).unwrap(),
@@ -320,7 +320,7 @@ fn rule_3_3_unchanged_state_gives_byte_identical_children() {
         first["status"].clone(),
         &mrcs,
         &secrets,
-        &[leaf.clone()],
+        std::slice::from_ref(&leaf),
     ));
     assert_ne!(
         third["children"][1]["data"]["tls.crt"],

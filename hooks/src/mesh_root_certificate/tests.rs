@@ -68,7 +68,7 @@ fn accepted(resp: &Value) -> (&str, &str) {
 #[test]
 fn rule_4_1_generates_a_missing_ca_when_not_in_use() {
     let m = mrc("b", "inactive", None);
-    let resp = run(&m, &[], &[m.clone()], &[], &[]);
+    let resp = run(&m, &[], std::slice::from_ref(&m), &[], &[]);
     let att = resp["attachments"].as_array().unwrap();
     assert_eq!(att.len(), 1);
     assert_eq!(att[0]["metadata"]["name"], "b-ca");
@@ -103,10 +103,10 @@ fn rule_4_1_observed_attachment_returned_exactly_and_never_regenerated() {
     let secret = ca_secret("a-ca");
     let resp = run(
         &m,
-        &[secret.clone()],
-        &[m.clone()],
+        std::slice::from_ref(&secret),
+        std::slice::from_ref(&m),
         &[manager(Some("a"), Some("a"))],
-        &[secret.clone()],
+        std::slice::from_ref(&secret),
     );
     assert_eq!(resp["attachments"][0]["data"], secret["data"]);
     assert_eq!(resp["attachments"].as_array().unwrap().len(), 1);
@@ -114,7 +114,13 @@ fn rule_4_1_observed_attachment_returned_exactly_and_never_regenerated() {
     // A broken attachment is reported, not repaired.
     let mut broken = secret.clone();
     broken["data"]["private.key"] = json!(b64(b"nope"));
-    let resp = run(&m, &[broken.clone()], &[m.clone()], &[], &[broken.clone()]);
+    let resp = run(
+        &m,
+        std::slice::from_ref(&broken),
+        std::slice::from_ref(&m),
+        &[],
+        std::slice::from_ref(&broken),
+    );
     assert_eq!(resp["attachments"][0]["data"], broken["data"]);
     assert_eq!(resp["status"]["state"], "error");
     assert_eq!(accepted(&resp), ("False", "CAUnusable"));
@@ -123,7 +129,7 @@ fn rule_4_1_observed_attachment_returned_exactly_and_never_regenerated() {
 #[test]
 fn rule_4_1_users_own_ca_is_used_not_returned() {
     let m = mrc("a", "active", None);
-    let resp = run(&m, &[], &[m.clone()], &[], &[ca_secret("a-ca")]);
+    let resp = run(&m, &[], std::slice::from_ref(&m), &[], &[ca_secret("a-ca")]);
     assert_eq!(resp["attachments"], json!([]));
     assert_eq!(accepted(&resp), ("True", "CAReady"));
 }
@@ -131,7 +137,13 @@ fn rule_4_1_users_own_ca_is_used_not_returned() {
 #[test]
 fn rule_4_1_missing_ca_in_use_is_not_generated() {
     let m = mrc("a", "active", Some("active"));
-    let resp = run(&m, &[], &[m.clone()], &[manager(Some("a"), Some("a"))], &[]);
+    let resp = run(
+        &m,
+        &[],
+        std::slice::from_ref(&m),
+        &[manager(Some("a"), Some("a"))],
+        &[],
+    );
     assert_eq!(resp["attachments"], json!([]));
     assert_eq!(resp["status"]["state"], "error");
     assert_eq!(accepted(&resp), ("False", "CASecretMissing"));
@@ -172,7 +184,13 @@ fn rule_4_3_state_table() {
     let m = |state: Option<&str>| mrc("x", "active", state);
     let secret = ca_secret("x-ca");
     let state = |object: Value, mgr: Value| {
-        run(&object, &[secret.clone()], &[object.clone()], &[mgr], &[])["status"]["state"]
+        run(
+            &object,
+            std::slice::from_ref(&secret),
+            std::slice::from_ref(&object),
+            &[mgr],
+            &[],
+        )["status"]["state"]
             .as_str()
             .unwrap()
             .to_owned()
@@ -215,8 +233,8 @@ fn rule_4_3_validating_rollback_waits_out_the_grace() {
     let mut x = mrc("x", "inactive", Some("active"));
     let resp = run(
         &x,
-        &[secret.clone()],
-        &[x.clone()],
+        std::slice::from_ref(&secret),
+        std::slice::from_ref(&x),
         &[manager(Some("y"), Some("y"))],
         &[],
     );
@@ -231,8 +249,8 @@ fn rule_4_3_validating_rollback_waits_out_the_grace() {
     x["status"]["conditions"][1]["lastTransitionTime"] = json!("2026-06-01T11:00:00Z");
     let resp = run(
         &x,
-        &[secret.clone()],
-        &[x.clone()],
+        std::slice::from_ref(&secret),
+        std::slice::from_ref(&x),
         &[manager(Some("y"), Some("y"))],
         &[],
     );
@@ -242,8 +260,8 @@ fn rule_4_3_validating_rollback_waits_out_the_grace() {
     x["status"]["conditions"][1]["lastTransitionTime"] = json!("2026-06-01T09:59:59Z");
     let resp = run(
         &x,
-        &[secret.clone()],
-        &[x.clone()],
+        std::slice::from_ref(&secret),
+        std::slice::from_ref(&x),
         &[manager(Some("y"), Some("y"))],
         &[],
     );
@@ -256,7 +274,13 @@ fn rule_4_4_in_use_reasons() {
     let secret = ca_secret("x-ca");
     let x = mrc("x", "active", Some("active"));
     let reason = |mgr| {
-        run(&x, &[secret.clone()], &[x.clone()], &[mgr], &[])["status"]["conditions"][1]["reason"]
+        run(
+            &x,
+            std::slice::from_ref(&secret),
+            std::slice::from_ref(&x),
+            &[mgr],
+            &[],
+        )["status"]["conditions"][1]["reason"]
             .as_str()
             .unwrap()
             .to_owned()
