@@ -2,12 +2,12 @@
 CARGO ?= cargo
 LISTEN ?= 127.0.0.1:8080
 PYTHON ?= python3
-VENV ?= .venv
+VENV ?= target/venv
 
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: build run test lint fmt demo bench e2e manifests-check clean
+.PHONY: build run test lint fmt demo bench manifests-check clean
 
 build:
 	$(CARGO) build --release
@@ -41,6 +41,16 @@ demo: build
 
 bench:
 	$(CARGO) bench --workspace
+
+## Render manifests/ and validate every object offline (Kubernetes schemas, our CRD schemas,
+## routes and hook kinds against `metahooks list`). Needs kubectl (for kustomize) and python3.
+manifests-check: $(VENV)/bin/kubernetes-validate
+	$(CARGO) build --quiet
+	$(VENV)/bin/python scripts/check-manifests.py manifests target/debug/metahooks
+
+$(VENV)/bin/kubernetes-validate:
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet kubernetes-validate==1.37.0
 
 clean:
 	$(CARGO) clean

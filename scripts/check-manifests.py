@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Offline checks of manifests/ (run by `make manifests-check`).
+
+1. Renders the kustomize base with `kubectl kustomize` and reads manifests/examples/.
+2. Validates every built-in object against the Kubernetes schemas (kubernetes-validate, strict).
+3. Validates every custom resource against the openAPIV3Schema of its CRD in the rendered set.
+4. Checks the Metacontroller objects and the webhook configurations against the hook table that
+   `metahooks list` prints: each URL or path is a route of the right kind, the parent CRD has the
+   status subresource, every declared resource exists, and every route is wired somewhere.
+"""
+import glob
+import subprocess
+import sys
+from urllib.parse import urlparse
+
+import jsonschema
+import kubernetes_validate
+import yaml
+
+ROOT = sys.argv[1] if len(sys.argv) > 1 else "manifests"
+BINARY = sys.argv[2] if len(sys.argv) > 2 else "target/debug/metahooks"
+BUILTIN_RESOURCES = {("v1", "pods"), ("v1", "configmaps"), ("v1", "secrets")}
+errors = []
+
+
+def fail(where, message):
+    errors.append(f"{where}: {message}")
+
+
+def load_all(text, source):
+    return [(source, d) for d in yaml.safe_load_all(text) if d]
+
+
+rendered = subprocess.run(["kubectl", "kustomize", ROOT], check=True, capture_output=True, text=True).stdout
+objects = load_all(rendered, f"kubectl kustomize {ROOT}")
+for path in sorted(glob.glob(f"{ROOT}/examples/*.yaml")):
+    with open(path) as f:
+        objects += load_all(f.read(), path)
+
+# The hook table: route -> kind text.
+routes = {}
+for line in subprocess.run([BINARY, "list"], check=True, capture_output=True, text=True).stdout.splitlines()[1:]:
+    parts = line.split(None, 2)
+    routes[parts[1]] = parts[2]
+used_routes = set()
+
+crds = {}  # (group, kind) -> (versions -> schema, has_status, plural)
+plurals = set()
+for source, obj in objects:
+    if obj.get("kind") == "CustomResourceDefinition":
+        spec = obj["spec"]
+        for v in spec["versions"]:
+            crds[(spec["group"], spec["names"]["kind"], v["name"])] = (
+                v["schema"]["openAPIV3Schema"],
+                "status" in (v.get("subresources") or {}),
+            )
+            plurals.add((f"{spec['group']}/{v['name']}", spec["names"]["plural"]))
+
+
+def strip_k8s(schema):
+    """The CRD schema as plain JSON schema (drop the x-kubernetes-* extensions)."""
+    if isinstance(schema, dict):
+        return {k: strip_k8s(v) for k, v in schema.items() if not k.startswith("x-kubernetes-")}
+    if isinstance(schema, list):
+        return [strip_k8s(v) for v in schema]
+    return schema
+
+
+def check_hooks(where, hooks, expected):
+    for name, hook in (hooks or {}).items():
+        url = hook.get("webhook", {}).get("url")
+        if not url:
+            fail(where, f"hook {name} has no webhook url")
+            continue
+        path = urlparse(url).path
+        want = expected.get(name)
+        if path not in routes:
+            fail(where, f"hook {name} calls {path}, which metahooks does not serve")
+        elif want and not routes[path].startswith(want):
+            fail(where, f"hook {name} calls {path}, a {routes[path]} hook, not {want}")
+        used_routes.add(path)
+
+
+def check_resource(where, api_version, resource):
+    if (api_version, resource) not in BUILTIN_RESOURCES and (api_version, resource) not in plurals:
+        fail(where, f"{resource}.{api_version} is neither built in nor a CRD of these manifests")
+
+
+service_ports = {}
+for source, obj in objects:
+    if obj.get("kind") == "Service":
+        service_ports[(obj["metadata"]["namespace"], obj["metadata"]["name"])] = {p["port"] for p in obj["spec"]["ports"]}
+
+for source, obj in objects:
+    kind = obj.get("kind")
+    name = obj.get("metadata", {}).get("name")
+    where = f"{source}: {kind} {name}"
+    api_version = obj.get("apiVersion", "")
+    group, _, version = api_version.rpartition("/")
+    if kind in ("CompositeController", "DecoratorController"):
+        spec = obj["spec"]
+        if kind == "CompositeController":
+            parent = spec["parentResource"]
+            check_resource(where, parent["apiVersion"], parent["resource"])
+            pg, _, pv = parent["apiVersion"].rpartition("/")
+            owners = [k for k in crds if k[0] == pg and k[2] == pv and (parent["apiVersion"], parent["resource"]) in plurals]
+            if not any(crds[k][1] for k in owners):
+                fail(where, "the parent CRD has no status subresource (Metacontroller refuses it)")
+            for child in spec.get("childResources", []):
+                check_resource(where, child["apiVersion"], child["resource"])
+            check_hooks(where, spec.get("hooks"), {"sync": "CompositeController sync", "finalize": "CompositeController", "customize": "customize"})
+        else:
+            for r in spec.get("resources", []):
+                check_resource(where, r["apiVersion"], r["resource"])
+            for a in spec.get("attachments", []):
+                check_resource(where, a["apiVersion"], a["resource"])
+            check_hooks(where, spec.get("hooks"), {"sync": "DecoratorController sync", "customize": "customize"})
+        continue
+    if kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        want = "validating admission" if kind.startswith("Validating") else "mutating admission"
+        for hook in obj["webhooks"]:
+            svc = hook["clientConfig"]["service"]
+            path = svc.get("path", "")
+            if routes.get(path) != want:
+                fail(where, f"webhook {hook['name']} calls {path}, which is not a {want} route")
+            used_routes.add(path)
+            if svc.get("port", 443) not in service_ports.get((svc["namespace"], svc["name"]), set()):
+                fail(where, f"webhook {hook['name']} calls Service {svc['namespace']}/{svc['name']}:{svc.get('port', 443)}, which these manifests do not define")
+    if (group, kind, version) in crds:
+        schema = strip_k8s(crds[(group, kind, version)][0])
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        try:
+            jsonschema.validate(body, schema)
+        except jsonschema.ValidationError as e:
+            fail(where, f"does not match its CRD schema: {e.message} at {list(e.absolute_path)}")
+        continue
+    try:
+        kubernetes_validate.validate(obj, kubernetes_validate.latest_version(), strict=True)
+    except kubernetes_validate.SchemaNotFoundError:
+        fail(where, "no Kubernetes schema and no CRD in these manifests")
+    except kubernetes_validate.ValidationError as e:
+        fail(where, f"invalid: {e.message} at {list(e.path)}")
+
+for route in sorted(set(routes) - used_routes):
+    fail("manifests", f"route {route} ({routes[route]}) is served but wired nowhere")
+
+if errors:
+    print("\n".join(errors))
+    sys.exit(1)
+print(f"manifests: {len(objects)} objects checked, {len(used_routes)} routes wired")
