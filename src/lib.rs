@@ -9,5 +9,5 @@ pub mod server;
 pub mod telemetry;
 pub mod tls;
 
-pub use routes::{router, AppState, Limits};
-pub use server::{start, RunningServer};
+pub use routes::{router, AppState, Clock, Limits};
+pub use server::{start, start_with_clock, RunningServer};

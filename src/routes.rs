@@ -40,23 +40,26 @@ impl From<&crate::config::ServeConfig> for Limits {
     }
 }
 
+/// Where hooks get `now` from.
+pub type Clock = Arc<dyn Fn() -> time::OffsetDateTime + Send + Sync>;
+
 /// Shared by every request of a server.
 pub struct AppState {
     pub limits: Limits,
     pub metrics: Metrics,
     /// False until the listeners are bound and again once draining starts.
     pub ready: AtomicBool,
-    /// The `now` handed to hooks; tests fix it so that golden responses are exact.
-    pub clock: fn() -> time::OffsetDateTime,
+    /// The `now` handed to hooks: the system clock, or a test's fixed or virtual clock.
+    pub clock: Clock,
     in_flight: Arc<Semaphore>,
 }
 
 impl AppState {
     pub fn new(limits: Limits) -> Arc<Self> {
-        Self::with_clock(limits, time::OffsetDateTime::now_utc)
+        Self::with_clock(limits, Arc::new(time::OffsetDateTime::now_utc))
     }
 
-    pub fn with_clock(limits: Limits, clock: fn() -> time::OffsetDateTime) -> Arc<Self> {
+    pub fn with_clock(limits: Limits, clock: Clock) -> Arc<Self> {
         Arc::new(AppState {
             clock,
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),

@@ -2,7 +2,7 @@
 //! a TLS handshake timeout, and a bounded graceful drain when shutdown is asked for.
 
 use crate::config::ServeConfig;
-use crate::routes::{router, AppState, Limits};
+use crate::routes::{router, AppState, Clock, Limits};
 use crate::tls::{server_config, CertSource, ReloadingResolver};
 use anyhow::{Context, Result};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -44,7 +44,12 @@ impl RunningServer {
 
 /// Binds the listeners and starts serving in the background.
 pub async fn start(config: &ServeConfig) -> Result<RunningServer> {
-    let state = AppState::new(Limits::from(config));
+    start_with_clock(config, Arc::new(time::OffsetDateTime::now_utc)).await
+}
+
+/// As [`start`], with hooks reading `now` from `clock` (tests drive a virtual clock this way).
+pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<RunningServer> {
+    let state = AppState::with_clock(Limits::from(config), clock);
     let app = router(state.clone());
 
     let http = TcpListener::bind(config.listen)

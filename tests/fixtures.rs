@@ -21,7 +21,10 @@ fn fixture_now() -> time::OffsetDateTime {
 
 async fn answer(route: &str, body: Vec<u8>) -> (u16, serde_json::Value) {
     let config = ServeConfig::from_args(&[]).unwrap();
-    let app = router(AppState::with_clock(Limits::from(&config), fixture_now));
+    let app = router(AppState::with_clock(
+        Limits::from(&config),
+        std::sync::Arc::new(fixture_now),
+    ));
     let response = app
         .oneshot(
             Request::post(route)

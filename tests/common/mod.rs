@@ -20,6 +20,11 @@ pub struct TestServer {
 impl TestServer {
     /// Starts `metahooks serve` with these flags plus loopback port-0 listeners.
     pub fn start(flags: &[&str]) -> TestServer {
+        Self::start_with_clock(flags, std::sync::Arc::new(time::OffsetDateTime::now_utc))
+    }
+
+    /// As [`TestServer::start`], with hooks reading `now` from `clock`.
+    pub fn start_with_clock(flags: &[&str], clock: metahooks::Clock) -> TestServer {
         let mut args = vec!["--listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0"];
         args.extend_from_slice(flags);
         let config = ServeConfig::from_args(&args).expect("flags");
@@ -32,7 +37,9 @@ impl TestServer {
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                let server = metahooks::start(&config).await.expect("server starts");
+                let server = metahooks::start_with_clock(&config, clock)
+                    .await
+                    .expect("server starts");
                 addr_tx.send((server.http_addr, server.https_addr)).unwrap();
                 let _ = tokio::task::spawn_blocking(move || stop_rx.recv()).await;
                 server.shutdown();
