@@ -57,6 +57,16 @@ impl TestServer {
         }
     }
 
+    /// A handle on a server someone else runs (the client functions only need the address).
+    pub fn at(http: SocketAddr) -> TestServer {
+        TestServer {
+            http,
+            https: None,
+            stop: None,
+            thread: None,
+        }
+    }
+
     pub fn connect(&self) -> TcpStream {
         let s = TcpStream::connect(self.http).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();

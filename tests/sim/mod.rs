@@ -1,0 +1,1427 @@
+//! A Metacontroller simulator for end-to-end tests: an in-memory API server (objects, uids,
+//! generations, finalizers, owner references and garbage collection, admission webhooks), a
+//! virtual clock, a small fake kubelet, and Metacontroller's reconcile rules
+//! (../shared/spec/metacontroller-contract.md §4-§10) calling the real hook server over HTTP.
+//!
+//! Controllers, CRDs and webhook configurations come from YAML (the project's own `manifests/`
+//! for the scenarios), so a route, selector or strategy mistake there fails the scenarios.
+//! Simplifications are listed in docs/SIMULATOR.md.
+#![allow(dead_code)]
+
+use crate::common::{post, TestServer};
+use base64::Engine;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+/// apiVersion, kind, namespace ("" for cluster-scoped), name.
+pub type Key = (String, String, String, String);
+
+/// A resource type the simulated API server knows.
+#[derive(Debug, Clone)]
+struct Resource {
+    api_version: String,
+    kind: String,
+    plural: String,
+    namespaced: bool,
+}
+
+/// Called before Metacontroller deletes a child; an `Err` is recorded as a violation.
+pub type DeleteCheck = Box<dyn FnMut(&Store, &Value) -> Result<(), String>>;
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn key_of(v: &Value) -> Key {
+    (
+        str_at(v, "/apiVersion").to_owned(),
+        str_at(v, "/kind").to_owned(),
+        str_at(v, "/metadata/namespace").to_owned(),
+        str_at(v, "/metadata/name").to_owned(),
+    )
+}
+
+fn rfc3339(secs: i64) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp(secs).unwrap();
+    metahooks_hooks::meta::rfc3339(t)
+}
+
+/// The in-memory object store of the simulated API server.
+#[derive(Default)]
+pub struct Store {
+    objects: BTreeMap<Key, Value>,
+    next_uid: u64,
+    next_rv: u64,
+    /// Objects written or removed since the last drain (what informers would report).
+    changed: Vec<Value>,
+    /// A log of every write, for debugging failed scenarios.
+    pub events: Vec<String>,
+}
+
+impl Store {
+    pub fn get(&self, key: &Key) -> Option<&Value> {
+        self.objects.get(key)
+    }
+
+    /// Objects of a kind (any apiVersion), optionally in one namespace, sorted by key.
+    pub fn list(&self, kind: &str, namespace: Option<&str>) -> Vec<&Value> {
+        self.objects
+            .iter()
+            .filter(|(k, _)| k.1 == kind && namespace.is_none_or(|ns| k.2 == ns))
+            .map(|(_, v)| v)
+            .collect()
+    }
+
+    fn list_type(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Vec<Value> {
+        self.objects
+            .iter()
+            .filter(|(k, _)| {
+                k.0 == api_version && k.1 == kind && namespace.is_none_or(|ns| k.2 == ns)
+            })
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    fn by_uid(&self, uid: &str) -> Option<&Value> {
+        self.objects
+            .values()
+            .find(|o| str_at(o, "/metadata/uid") == uid)
+    }
+
+    fn create(&mut self, mut obj: Value, now: i64) -> Value {
+        self.next_uid += 1;
+        self.next_rv += 1;
+        let meta = obj["metadata"].as_object_mut().expect("metadata");
+        meta.insert("uid".into(), json!(format!("uid-{:04}", self.next_uid)));
+        meta.insert("resourceVersion".into(), json!(self.next_rv.to_string()));
+        meta.insert("generation".into(), json!(1));
+        meta.insert("creationTimestamp".into(), json!(rfc3339(now)));
+        self.events.push(format!("create {:?}", key_of(&obj)));
+        self.objects.insert(key_of(&obj), obj.clone());
+        self.changed.push(obj.clone());
+        obj
+    }
+
+    /// Stores a new version; bumps generation when anything but metadata and status changed.
+    fn replace(&mut self, mut obj: Value) {
+        let key = key_of(&obj);
+        let Some(old) = self.objects.get(&key) else {
+            return;
+        };
+        if *old == obj {
+            return;
+        }
+        let body = |v: &Value| {
+            let mut v = v.clone();
+            if let Some(m) = v.as_object_mut() {
+                m.remove("metadata");
+                m.remove("status");
+            }
+            v
+        };
+        let mut generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
+        if body(old) != body(&obj) {
+            generation += 1;
+        }
+        self.next_rv += 1;
+        obj["metadata"]["generation"] = json!(generation);
+        obj["metadata"]["resourceVersion"] = json!(self.next_rv.to_string());
+        self.events.push(format!("update {key:?}"));
+        self.objects.insert(key, obj.clone());
+        self.changed.push(obj);
+    }
+
+    /// Deletes an object: with finalizers (or a Pod, which the kubelet stops first) it gets a
+    /// deletionTimestamp; otherwise it goes, and its dependents are garbage-collected.
+    fn delete(&mut self, key: &Key, now: i64) {
+        let Some(obj) = self.objects.get(key).cloned() else {
+            return;
+        };
+        let has_finalizers = obj["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty());
+        if has_finalizers || (key.1 == "Pod" && key.0 == "v1") {
+            if obj["metadata"].get("deletionTimestamp").is_none() {
+                let mut obj = obj;
+                obj["metadata"]["deletionTimestamp"] = json!(rfc3339(now));
+                self.replace(obj);
+            }
+            return;
+        }
+        self.remove(key, now);
+    }
+
+    /// Removes an object at once and garbage-collects whatever it controlled.
+    fn remove(&mut self, key: &Key, now: i64) {
+        let Some(obj) = self.objects.remove(key) else {
+            return;
+        };
+        self.events.push(format!("remove {key:?}"));
+        let uid = str_at(&obj, "/metadata/uid").to_owned();
+        self.changed.push(obj);
+        let dependents: Vec<Key> = self
+            .objects
+            .iter()
+            .filter(|(_, o)| controller_uid(o).as_deref() == Some(uid.as_str()))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for d in dependents {
+            self.delete(&d, now);
+        }
+    }
+
+    /// After a finalizer is removed: an object being deleted with none left goes away.
+    fn finish_if_released(&mut self, key: &Key, now: i64) {
+        if let Some(o) = self.objects.get(key) {
+            let empty = o["metadata"]["finalizers"]
+                .as_array()
+                .is_none_or(|f| f.is_empty());
+            let pod = key.1 == "Pod" && key.0 == "v1";
+            if o["metadata"].get("deletionTimestamp").is_some() && empty && !pod {
+                self.remove(key, now);
+            }
+        }
+    }
+}
+
+/// The uid of an object's controller owner.
+fn controller_uid(o: &Value) -> Option<String> {
+    o["metadata"]["ownerReferences"]
+        .as_array()?
+        .iter()
+        .find(|r| r["controller"] == json!(true))
+        .map(|r| str_at(r, "/uid").to_owned())
+}
+
+/// metav1.LabelSelector matching (matchLabels and matchExpressions).
+pub fn selector_matches(selector: &Value, labels: &Value) -> bool {
+    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    if let Some(ml) = selector.get("matchLabels").and_then(Value::as_object) {
+        if !ml.iter().all(|(k, v)| label(k) == v.as_str()) {
+            return false;
+        }
+    }
+    if let Some(exprs) = selector.get("matchExpressions").and_then(Value::as_array) {
+        for e in exprs {
+            let k = str_at(e, "/key");
+            let values: Vec<&str> = e["values"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let ok = match str_at(e, "/operator") {
+                "In" => label(k).is_some_and(|v| values.contains(&v)),
+                "NotIn" => label(k).is_none_or(|v| !values.contains(&v)),
+                "Exists" => label(k).is_some(),
+                "DoesNotExist" => label(k).is_none(),
+                _ => false,
+            };
+            if !ok {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+fn selector_is_empty(selector: &Value) -> bool {
+    selector
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .is_none_or(|m| m.is_empty())
+        && selector
+            .get("matchExpressions")
+            .and_then(Value::as_array)
+            .is_none_or(|m| m.is_empty())
+}
+
+/// One hook call and its HTTP status, in call order.
+#[derive(Debug, Clone)]
+pub struct HookCall {
+    pub path: String,
+    pub status: u16,
+    pub parent: String,
+}
+
+pub struct Sim {
+    pub store: Store,
+    clock: Arc<AtomicI64>,
+    addr: SocketAddr,
+    _server: Option<TestServer>,
+    resources: Vec<Resource>,
+    composites: Vec<Value>,
+    decorators: Vec<Value>,
+    webhooks: Vec<(bool, Value)>,
+    queue: BTreeSet<(usize, Key)>,
+    resync_at: BTreeMap<(usize, Key), i64>,
+    customize_cache: HashMap<(usize, String, i64), Vec<Value>>,
+    started: bool,
+    pub calls: Vec<HookCall>,
+    pub delete_checks: Vec<DeleteCheck>,
+    pub violations: Vec<String>,
+    /// Errors Metacontroller would record as SyncError events, in order.
+    pub sync_errors: Vec<String>,
+}
+
+/// Controllers are kept in one list; indexes below `DECORATOR` are composites.
+const DECORATOR: usize = 1000;
+
+const BUILTINS: &[(&str, &str, &str, bool)] = &[
+    ("v1", "Pod", "pods", true),
+    ("v1", "ConfigMap", "configmaps", true),
+    ("v1", "Secret", "secrets", true),
+    ("v1", "Namespace", "namespaces", false),
+];
+
+impl Sim {
+    /// A simulator whose hooks are the real metahooks server, started on a loopback port with
+    /// the simulator's virtual clock, and whose controllers come from `manifests/<dir>/`.
+    pub fn with_manifests(dirs: &[&str]) -> Sim {
+        let clock = Arc::new(AtomicI64::new(1_780_315_200)); // 2026-06-01T12:00:00Z
+        let c = clock.clone();
+        let server = TestServer::start_with_clock(
+            &[],
+            Arc::new(move || {
+                time::OffsetDateTime::from_unix_timestamp(c.load(Ordering::SeqCst)).unwrap()
+            }),
+        );
+        let mut docs = Vec::new();
+        for dir in dirs {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("manifests")
+                .join(dir);
+            let mut files: Vec<_> = std::fs::read_dir(&path)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .collect();
+            files.sort();
+            for f in files {
+                if f.extension().is_some_and(|e| e == "yaml") && !f.ends_with("kustomization.yaml")
+                {
+                    docs.extend(load_yaml(&std::fs::read_to_string(&f).unwrap()));
+                }
+            }
+        }
+        let addr = server.http;
+        let mut sim = Sim::new(addr, clock, docs);
+        sim._server = Some(server);
+        sim
+    }
+
+    /// A simulator calling hooks at `addr`, with controllers, CRDs and webhook configurations
+    /// from `docs`.
+    pub fn new(addr: SocketAddr, clock: Arc<AtomicI64>, docs: Vec<Value>) -> Sim {
+        let mut resources: Vec<Resource> = BUILTINS
+            .iter()
+            .map(|(a, k, p, n)| Resource {
+                api_version: (*a).into(),
+                kind: (*k).into(),
+                plural: (*p).into(),
+                namespaced: *n,
+            })
+            .collect();
+        let mut composites = Vec::new();
+        let mut decorators = Vec::new();
+        let mut webhooks = Vec::new();
+        for d in docs {
+            match str_at(&d, "/kind") {
+                "CustomResourceDefinition" => {
+                    let spec = &d["spec"];
+                    for v in spec["versions"].as_array().unwrap() {
+                        resources.push(Resource {
+                            api_version: format!(
+                                "{}/{}",
+                                str_at(spec, "/group"),
+                                str_at(v, "/name")
+                            ),
+                            kind: str_at(spec, "/names/kind").into(),
+                            plural: str_at(spec, "/names/plural").into(),
+                            namespaced: str_at(spec, "/scope") == "Namespaced",
+                        });
+                    }
+                }
+                "CompositeController" => composites.push(d),
+                "DecoratorController" => decorators.push(d),
+                "MutatingWebhookConfiguration" => webhooks.push((true, d)),
+                "ValidatingWebhookConfiguration" => webhooks.push((false, d)),
+                _ => {}
+            }
+        }
+        // Mutating webhooks run before validating ones.
+        webhooks.sort_by_key(|(mutating, _)| !*mutating);
+        Sim {
+            store: Store::default(),
+            clock,
+            addr,
+            _server: None,
+            resources,
+            composites,
+            decorators,
+            webhooks,
+            queue: BTreeSet::new(),
+            resync_at: BTreeMap::new(),
+            customize_cache: HashMap::new(),
+            started: false,
+            calls: Vec::new(),
+            delete_checks: Vec::new(),
+            violations: Vec::new(),
+            sync_errors: Vec::new(),
+        }
+    }
+
+    pub fn now(&self) -> i64 {
+        self.clock.load(Ordering::SeqCst)
+    }
+
+    /// Moves the virtual clock forward.
+    pub fn advance(&mut self, seconds: i64) {
+        self.clock.fetch_add(seconds, Ordering::SeqCst);
+    }
+
+    fn resource_by_plural(&self, api_version: &str, plural: &str) -> Option<Resource> {
+        self.resources
+            .iter()
+            .find(|r| r.api_version == api_version && r.plural == plural)
+            .cloned()
+    }
+
+    fn resource_by_kind(&self, api_version: &str, kind: &str) -> Option<Resource> {
+        self.resources
+            .iter()
+            .find(|r| r.api_version == api_version && r.kind == kind)
+            .cloned()
+    }
+
+    /// Finds an object by kind, namespace and name (any apiVersion).
+    pub fn get(&self, kind: &str, namespace: &str, name: &str) -> Option<&Value> {
+        self.store
+            .objects
+            .iter()
+            .find(|(k, _)| k.1 == kind && k.2 == namespace && k.3 == name)
+            .map(|(_, v)| v)
+    }
+
+    pub fn list(&self, kind: &str, namespace: &str) -> Vec<&Value> {
+        self.store.list(kind, Some(namespace))
+    }
+
+    // ---- the API server: writes with admission ----
+
+    /// `kubectl apply` of one object (YAML or JSON text): create, or update of labels,
+    /// annotations and everything but status. Admission webhooks run; a denial is the `Err`.
+    pub fn apply(&mut self, text: &str) -> Result<(), String> {
+        for obj in load_yaml(text) {
+            self.api_write(obj, "kubernetes-admin")?;
+        }
+        Ok(())
+    }
+
+    fn api_write(&mut self, mut obj: Value, user: &str) -> Result<(), String> {
+        let key = key_of(&obj);
+        let old = self.store.get(&key).cloned();
+        let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
+        if let Some(old) = &old {
+            // Keep what the server owns.
+            for k in [
+                "uid",
+                "resourceVersion",
+                "generation",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "finalizers",
+                "ownerReferences",
+            ] {
+                if let Some(v) = old["metadata"].get(k) {
+                    if obj["metadata"].get(k).is_none() {
+                        obj["metadata"][k] = v.clone();
+                    }
+                }
+            }
+            if obj.get("status").is_none() {
+                if let Some(s) = old.get("status") {
+                    obj["status"] = s.clone();
+                }
+            }
+        }
+        let obj = self.admit(operation, Some(obj), old.clone(), user)?;
+        let obj = obj.expect("object");
+        match old {
+            None => {
+                self.store.create(obj, self.now());
+            }
+            Some(_) => self.store.replace(obj),
+        }
+        Ok(())
+    }
+
+    /// `kubectl delete`: admission runs first; a denial is the `Err`.
+    pub fn delete(&mut self, kind: &str, namespace: &str, name: &str) -> Result<(), String> {
+        let Some(obj) = self.get(kind, namespace, name).cloned() else {
+            return Err(format!("{kind} {namespace}/{name} not found"));
+        };
+        self.admit("DELETE", None, Some(obj.clone()), "kubernetes-admin")?;
+        self.store.delete(&key_of(&obj), self.now());
+        Ok(())
+    }
+
+    /// Runs the matching admission webhooks; returns the (mutated) object.
+    fn admit(
+        &mut self,
+        operation: &str,
+        object: Option<Value>,
+        old: Option<Value>,
+        user: &str,
+    ) -> Result<Option<Value>, String> {
+        let mut object = object;
+        let subject = object.clone().or_else(|| old.clone()).unwrap();
+        let api_version = str_at(&subject, "/apiVersion").to_owned();
+        let (group, version) = match api_version.rsplit_once('/') {
+            Some((g, v)) => (g.to_owned(), v.to_owned()),
+            None => (String::new(), api_version.clone()),
+        };
+        let Some(resource) = self.resource_by_kind(&api_version, str_at(&subject, "/kind")) else {
+            return Ok(object);
+        };
+        let webhooks = self.webhooks.clone();
+        for (mutating, config) in webhooks {
+            for hook in config["webhooks"].as_array().unwrap() {
+                let matches = hook["rules"].as_array().unwrap().iter().any(|r| {
+                    let has = |field: &str, v: &str| {
+                        r[field]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .any(|x| x == "*" || x == v)
+                    };
+                    has("apiGroups", &group)
+                        && has("apiVersions", &version)
+                        && has("operations", operation)
+                        && has("resources", &resource.plural)
+                });
+                if !matches {
+                    continue;
+                }
+                let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                    "request": {"uid": format!("admission-{}", self.calls.len()),
+                                "kind": {"group": group, "version": version, "kind": resource.kind},
+                                "resource": {"group": group, "version": version, "resource": resource.plural},
+                                "name": str_at(&subject, "/metadata/name"), "namespace": str_at(&subject, "/metadata/namespace"),
+                                "operation": operation, "userInfo": {"username": user},
+                                "object": object, "oldObject": old, "dryRun": false}});
+                let path = str_at(hook, "/clientConfig/service/path").to_owned();
+                let reply = post_json(self.addr, &path, &review);
+                self.calls.push(HookCall {
+                    path: path.clone(),
+                    status: reply.0,
+                    parent: str_at(&subject, "/metadata/name").into(),
+                });
+                let Some(resp) = reply.1 else {
+                    return Err(format!("webhook {path} answered {}", reply.0));
+                };
+                let r = &resp["response"];
+                assert_eq!(r["uid"], review["request"]["uid"], "{path} echoes the uid");
+                if r["allowed"] != json!(true) {
+                    return Err(str_at(r, "/status/message").to_owned());
+                }
+                if mutating {
+                    if let (Some(patch), Some(obj)) = (r["patch"].as_str(), object.as_mut()) {
+                        assert_eq!(r["patchType"], "JSONPatch");
+                        let ops: Value = serde_json::from_slice(
+                            &base64::engine::general_purpose::STANDARD
+                                .decode(patch)
+                                .unwrap(),
+                        )
+                        .unwrap();
+                        apply_patch(obj, &ops);
+                    }
+                }
+            }
+        }
+        Ok(object)
+    }
+
+    // ---- the fake kubelet ----
+
+    /// Sets a Pod's `status.phase`.
+    pub fn set_pod_phase(&mut self, namespace: &str, name: &str, phase: &str) {
+        let mut pod = self
+            .get("Pod", namespace, name)
+            .unwrap_or_else(|| panic!("no Pod {namespace}/{name}"))
+            .clone();
+        pod["status"] = json!({"phase": phase});
+        self.store.replace(pod);
+    }
+
+    /// Sets the phase of the Pod of a workload label (its only non-terminating Pod).
+    pub fn set_workload_phase(&mut self, namespace: &str, workload: &str, phase: &str) {
+        let name = self
+            .workload_pod(namespace, workload)
+            .unwrap_or_else(|| panic!("no running Pod of workload {workload}"));
+        self.set_pod_phase(namespace, &name, phase);
+    }
+
+    /// The name of the non-terminating Pod labelled `metahooks.dev/workload: <workload>`.
+    pub fn workload_pod(&self, namespace: &str, workload: &str) -> Option<String> {
+        self.list("Pod", namespace)
+            .into_iter()
+            .find(|p| {
+                str_at(p, "/metadata/labels/metahooks.dev~1workload") == workload
+                    && p["metadata"].get("deletionTimestamp").is_none()
+            })
+            .map(|p| str_at(p, "/metadata/name").to_owned())
+    }
+
+    /// The kubelet finishes stopping every terminating Pod: they are removed.
+    pub fn finish_terminations(&mut self) {
+        let terminating: Vec<Key> = self
+            .store
+            .objects
+            .iter()
+            .filter(|(k, o)| k.1 == "Pod" && o["metadata"].get("deletionTimestamp").is_some())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in terminating {
+            self.store.remove(&k, self.now());
+        }
+    }
+
+    // ---- Metacontroller ----
+
+    /// Processes events until nothing is left to do: every parent at start, then every parent
+    /// touched by a write (its own, its children's or attachments', its related objects'), and
+    /// every resync or retry that is due on the virtual clock. Panics after `MAX_ROUNDS`.
+    pub fn run_until_quiet(&mut self) -> usize {
+        const MAX_ROUNDS: usize = 50;
+        if !self.started {
+            self.started = true;
+            self.enqueue_all();
+        }
+        for round in 0..MAX_ROUNDS {
+            self.enqueue_changed();
+            let now = self.now();
+            let due: Vec<(usize, Key)> = self
+                .resync_at
+                .iter()
+                .filter(|(_, t)| **t <= now)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for d in due {
+                self.resync_at.remove(&d);
+                self.queue.insert(d);
+            }
+            if self.queue.is_empty() {
+                return round;
+            }
+            let work = std::mem::take(&mut self.queue);
+            for (ctrl, key) in work {
+                if ctrl < DECORATOR {
+                    self.sync_composite(ctrl, &key);
+                } else {
+                    self.sync_decorator(ctrl - DECORATOR, &key);
+                }
+            }
+        }
+        panic!(
+            "did not converge in {MAX_ROUNDS} rounds; still queued: {:?}; last writes: {:?}",
+            self.queue,
+            self.store.events.iter().rev().take(10).collect::<Vec<_>>()
+        );
+    }
+
+    fn parent_type(&self, ctrl: usize) -> Option<Resource> {
+        let c = &self.composites[ctrl];
+        self.resource_by_plural(
+            str_at(c, "/spec/parentResource/apiVersion"),
+            str_at(c, "/spec/parentResource/resource"),
+        )
+    }
+
+    fn target_types(&self, ctrl: usize) -> Vec<Resource> {
+        self.decorators[ctrl]["spec"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| {
+                self.resource_by_plural(str_at(r, "/apiVersion"), str_at(r, "/resource"))
+            })
+            .collect()
+    }
+
+    fn child_types(&self, list: &Value) -> Vec<(Resource, String)> {
+        list.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|c| {
+                        let r = self
+                            .resource_by_plural(str_at(c, "/apiVersion"), str_at(c, "/resource"))?;
+                        let method = c
+                            .pointer("/updateStrategy/method")
+                            .and_then(Value::as_str)
+                            .unwrap_or("OnDelete")
+                            .to_owned();
+                        Some((r, method))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn enqueue_all(&mut self) {
+        for i in 0..self.composites.len() {
+            if let Some(p) = self.parent_type(i) {
+                for o in self.store.list_type(&p.api_version, &p.kind, None) {
+                    self.queue.insert((i, key_of(&o)));
+                }
+            }
+        }
+        for i in 0..self.decorators.len() {
+            for t in self.target_types(i) {
+                for o in self.store.list_type(&t.api_version, &t.kind, None) {
+                    self.queue.insert((DECORATOR + i, key_of(&o)));
+                }
+            }
+        }
+    }
+
+    /// Informers: each changed object re-syncs its parent(s).
+    fn enqueue_changed(&mut self) {
+        let changed = std::mem::take(&mut self.store.changed);
+        for obj in changed {
+            let key = key_of(&obj);
+            let owner = controller_uid(&obj);
+            for i in 0..self.composites.len() {
+                let Some(p) = self.parent_type(i) else {
+                    continue;
+                };
+                if key.0 == p.api_version && key.1 == p.kind {
+                    if self.store.get(&key).is_some() {
+                        self.queue.insert((i, key.clone()));
+                    }
+                    continue;
+                }
+                let children = self.child_types(&self.composites[i]["spec"]["childResources"]);
+                if children
+                    .iter()
+                    .any(|(r, _)| r.api_version == key.0 && r.kind == key.1)
+                {
+                    match &owner {
+                        Some(uid) => {
+                            if let Some(parent) = self.store.by_uid(uid) {
+                                if key_of(parent).1 == p.kind {
+                                    self.queue.insert((i, key_of(parent)));
+                                }
+                            }
+                        }
+                        None => {
+                            for parent in
+                                self.store.list_type(&p.api_version, &p.kind, Some(&key.2))
+                            {
+                                self.queue.insert((i, key_of(&parent)));
+                            }
+                        }
+                    }
+                }
+                self.enqueue_related(i, &obj);
+            }
+            for i in 0..self.decorators.len() {
+                let targets = self.target_types(i);
+                if targets
+                    .iter()
+                    .any(|t| t.api_version == key.0 && t.kind == key.1)
+                    && self.store.get(&key).is_some()
+                {
+                    self.queue.insert((DECORATOR + i, key.clone()));
+                }
+                if let Some(uid) = &owner {
+                    if let Some(target) = self.store.by_uid(uid) {
+                        let tk = key_of(target);
+                        if targets
+                            .iter()
+                            .any(|t| t.api_version == tk.0 && t.kind == tk.1)
+                        {
+                            self.queue.insert((DECORATOR + i, tk));
+                        }
+                    }
+                }
+                self.enqueue_related(DECORATOR + i, &obj);
+            }
+        }
+    }
+
+    /// Parents whose cached customize rules select `obj` are re-synced.
+    fn enqueue_related(&mut self, ctrl: usize, obj: &Value) {
+        let key = key_of(obj);
+        let hits: Vec<(usize, Key)> = self
+            .customize_cache
+            .iter()
+            .filter(|((c, _, _), _)| *c == ctrl)
+            .filter(|(_, rules)| rules.iter().any(|r| self.rule_selects(r, obj)))
+            .filter_map(|((c, uid, _), _)| self.store.by_uid(uid).map(|p| (*c, key_of(p))))
+            .collect();
+        for h in hits {
+            if h.1 != key {
+                self.queue.insert(h);
+            }
+        }
+    }
+
+    fn rule_selects(&self, rule: &Value, obj: &Value) -> bool {
+        let Some(r) =
+            self.resource_by_plural(str_at(rule, "/apiVersion"), str_at(rule, "/resource"))
+        else {
+            return false;
+        };
+        let k = key_of(obj);
+        if r.api_version != k.0 || r.kind != k.1 {
+            return false;
+        }
+        if let Some(ns) = rule["namespace"].as_str() {
+            if ns != k.2 {
+                return false;
+            }
+        }
+        if let Some(names) = rule["names"].as_array() {
+            if !names.iter().any(|n| n == &json!(k.3)) {
+                return false;
+            }
+        }
+        match rule.get("labelSelector") {
+            Some(sel) if !sel.is_null() => selector_matches(sel, &obj["metadata"]["labels"]),
+            _ => true,
+        }
+    }
+
+    /// The customize hook's rules for a parent, cached per uid and generation (contract §6.3).
+    fn related(
+        &mut self,
+        ctrl: usize,
+        controller: &Value,
+        parent: &Value,
+        sync_version: &str,
+    ) -> Result<Value, String> {
+        let Some(hook) = controller.pointer("/spec/hooks/customize").cloned() else {
+            return Ok(json!({}));
+        };
+        let cache_key = (
+            ctrl,
+            str_at(parent, "/metadata/uid").to_owned(),
+            parent["metadata"]["generation"].as_i64().unwrap_or(0),
+        );
+        let rules = match self.customize_cache.get(&cache_key) {
+            Some(r) => r.clone(),
+            None => {
+                let resp = self.call(
+                    &hook,
+                    &json!({"controller": controller, "parent": parent}),
+                    parent,
+                )?;
+                let rules = resp["relatedResources"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                self.customize_cache
+                    .retain(|(c, uid, _), _| !(*c == ctrl && *uid == cache_key.1));
+                self.customize_cache.insert(cache_key, rules.clone());
+                rules
+            }
+        };
+        let parent_ns = str_at(parent, "/metadata/namespace").to_owned();
+        let customize_v1 = str_at(&hook, "/version") != "v2";
+        let mut related = Map::new();
+        for rule in &rules {
+            let Some(r) =
+                self.resource_by_plural(str_at(rule, "/apiVersion"), str_at(rule, "/resource"))
+            else {
+                return Err(format!(
+                    "customize: unknown resource {}",
+                    str_at(rule, "/resource")
+                ));
+            };
+            if rule.get("names").is_some()
+                && (rule.get("labelSelector").is_some() || rule.get("namespaceSelector").is_some())
+            {
+                return Err("customize: names together with a selector".into());
+            }
+            if customize_v1 && !parent_ns.is_empty() {
+                if let Some(ns) = rule["namespace"].as_str() {
+                    if ns != parent_ns {
+                        return Err(format!("customize v1: namespace {ns} is not the parent's"));
+                    }
+                }
+            }
+            let ns_filter = rule["namespace"]
+                .as_str()
+                .map(str::to_owned)
+                .or_else(|| (customize_v1 && !parent_ns.is_empty()).then(|| parent_ns.clone()));
+            let entry = related
+                .entry(format!("{}.{}", r.kind, r.api_version))
+                .or_insert_with(|| json!({}));
+            for o in self
+                .store
+                .list_type(&r.api_version, &r.kind, ns_filter.as_deref())
+            {
+                if self.rule_selects(rule, &o) {
+                    if let Some(k) = map_key(&o, &parent_ns, sync_version) {
+                        entry[k] = o.clone();
+                    }
+                }
+            }
+        }
+        Ok(Value::Object(related))
+    }
+
+    /// POSTs a hook; anything but a decodable 200 is an error (429 schedules a retry).
+    fn call(&mut self, hook: &Value, body: &Value, parent: &Value) -> Result<Value, String> {
+        let url = str_at(hook, "/webhook/url");
+        let path = url
+            .split_once("://")
+            .map(|(_, rest)| rest.find('/').map_or("/", |i| &rest[i..]))
+            .unwrap_or(url)
+            .to_owned();
+        let (status, resp, retry_after) = post_json_full(self.addr, &path, body);
+        self.calls.push(HookCall {
+            path: path.clone(),
+            status,
+            parent: str_at(parent, "/metadata/name").into(),
+        });
+        match (status, resp) {
+            (200, Some(v)) => Ok(v),
+            (429, _) => Err(format!("429 retry-after {}", retry_after.unwrap_or(0))),
+            (s, _) => Err(format!("{path}: unsupported status code: {s}")),
+        }
+    }
+
+    /// A failed sync: 429 is retried after its Retry-After; any other error after one virtual
+    /// second (Metacontroller's back-off starts at 5 ms and doubles).
+    fn record_error(&mut self, ctrl: usize, key: &Key, error: String) {
+        let retry = error
+            .strip_prefix("429 retry-after ")
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(1);
+        self.resync_at
+            .insert((ctrl, key.clone()), self.now() + retry);
+        self.sync_errors
+            .push(format!("{}/{}: {error}", key.2, key.3));
+    }
+
+    fn sync_composite(&mut self, ctrl: usize, key: &Key) {
+        let Some(mut parent) = self.store.get(key).cloned() else {
+            return;
+        };
+        let controller = self.composites[ctrl].clone();
+        let name = str_at(&controller, "/metadata/name").to_owned();
+        let spec = &controller["spec"];
+        let finalizer = format!("metacontroller.io/compositecontroller-{name}");
+        let matches = spec
+            .pointer("/parentResource/labelSelector")
+            .is_none_or(|s| selector_matches(s, &parent["metadata"]["labels"]));
+        let has_finalizer = |p: &Value| {
+            p["metadata"]["finalizers"]
+                .as_array()
+                .is_some_and(|f| f.contains(&json!(finalizer)))
+        };
+        if !matches && !has_finalizer(&parent) {
+            return;
+        }
+        let deleting = parent["metadata"].get("deletionTimestamp").is_some();
+        let has_finalize_hook = spec.pointer("/hooks/finalize").is_some();
+        if has_finalize_hook && !deleting && matches && !has_finalizer(&parent) {
+            let mut list = parent["metadata"]["finalizers"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            list.push(json!(finalizer));
+            parent["metadata"]["finalizers"] = json!(list);
+            self.store.replace(parent.clone());
+            parent = self.store.get(key).cloned().unwrap();
+        }
+        let uid = str_at(&parent, "/metadata/uid").to_owned();
+        let ns = key.2.clone();
+        let selector = if spec["generateSelector"] == json!(true) {
+            json!({"matchLabels": {"controller-uid": uid}})
+        } else {
+            let s = parent
+                .pointer("/spec/selector")
+                .cloned()
+                .unwrap_or(Value::Null);
+            if s.is_null() || selector_is_empty(&s) {
+                self.sync_errors
+                    .push(format!("{ns}/{}: no selector", key.3));
+                return;
+            }
+            s
+        };
+        let finalizing = has_finalize_hook && (deleting || !matches);
+        let hook = if finalizing {
+            spec["hooks"]["finalize"].clone()
+        } else {
+            spec["hooks"]["sync"].clone()
+        };
+        let version = if str_at(&hook, "/version") == "v2" {
+            "v2"
+        } else {
+            "v1"
+        };
+
+        // Claim children: release those that no longer match, adopt matching orphans.
+        let child_types = self.child_types(&spec["childResources"]);
+        let mut children = Map::new();
+        let mut observed: Vec<(Value, String)> = Vec::new();
+        for (r, method) in &child_types {
+            let entry = children
+                .entry(format!("{}.{}", r.kind, r.api_version))
+                .or_insert_with(|| json!({}));
+            for mut o in self.store.list_type(&r.api_version, &r.kind, Some(&ns)) {
+                let owner = controller_uid(&o);
+                let selected = selector_matches(&selector, &o["metadata"]["labels"]);
+                if owner.as_deref() == Some(uid.as_str()) && !selected {
+                    o["metadata"]["ownerReferences"] = json!(o["metadata"]["ownerReferences"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter(|r| str_at(r, "/uid") != uid)
+                        .cloned()
+                        .collect::<Vec<_>>());
+                    self.store.replace(o);
+                    continue;
+                }
+                if owner.is_none() && selected && !deleting {
+                    let mut refs = o["metadata"]["ownerReferences"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default();
+                    refs.push(owner_ref(&parent));
+                    o["metadata"]["ownerReferences"] = json!(refs);
+                    self.store.replace(o.clone());
+                    o = self.store.get(&key_of(&o)).cloned().unwrap();
+                }
+                if controller_uid(&o).as_deref() == Some(uid.as_str()) {
+                    if let Some(k) = map_key(&o, &ns, version) {
+                        entry[k] = o.clone();
+                    }
+                    observed.push((o, method.clone()));
+                }
+            }
+        }
+        let related = match self.related(ctrl, &controller, &parent, version) {
+            Ok(r) => r,
+            Err(e) => return self.record_error(ctrl, key, e),
+        };
+        let request = json!({"controller": controller, "parent": parent, "children": children, "related": related, "finalizing": finalizing});
+        let resp = match self.call(&hook, &request, &parent) {
+            Ok(r) => r,
+            Err(e) => return self.record_error(ctrl, key, e),
+        };
+        if let Some(r) = resp.get("resyncAfterSeconds").and_then(Value::as_f64) {
+            if r > 0.0 {
+                self.resync_at
+                    .insert((ctrl, key.clone()), self.now() + r.ceil() as i64);
+            }
+        }
+        if finalizing && resp["finalized"] == json!(true) {
+            let mut p = self.store.get(key).cloned().unwrap();
+            let list: Vec<Value> = p["metadata"]["finalizers"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|f| f != &json!(finalizer))
+                .collect();
+            p["metadata"]["finalizers"] = json!(list);
+            self.store.replace(p);
+            self.store.finish_if_released(key, self.now());
+        }
+        // Desired children: namespace defaulted, controller-uid added, selector checked.
+        let mut desired: Vec<Value> = resp["children"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| !c.is_null())
+            .collect();
+        for c in desired.iter_mut() {
+            if str_at(c, "/metadata/namespace").is_empty() {
+                c["metadata"]["namespace"] = json!(ns);
+            }
+            if spec["generateSelector"] == json!(true)
+                && c.pointer("/metadata/labels/controller-uid").is_none()
+            {
+                c["metadata"]["labels"]["controller-uid"] = json!(uid);
+            }
+            if !selector_matches(&selector, &c["metadata"]["labels"]) {
+                return self.record_error(
+                    ctrl,
+                    key,
+                    format!(
+                        "labels on desired child {} don't match parent selector",
+                        str_at(c, "/metadata/name")
+                    ),
+                );
+            }
+        }
+        let still = self.store.get(key).cloned();
+        let manage = match &still {
+            None => false,
+            Some(p) => {
+                let gc = p["metadata"]["finalizers"]
+                    .as_array()
+                    .is_some_and(|f| f.iter().any(|x| x == "foregroundDeletion" || x == "orphan"));
+                !deleting || (has_finalizer(p) && !gc)
+            }
+        };
+        if manage {
+            self.manage(
+                &observed,
+                &desired,
+                &child_types,
+                still.as_ref().unwrap(),
+                None,
+            );
+        }
+        if let Some(mut p) = self.store.get(key).cloned() {
+            let mut status = resp
+                .get("status")
+                .cloned()
+                .filter(|s| !s.is_null())
+                .unwrap_or_else(|| json!({}));
+            status["observedGeneration"] = p["metadata"]["generation"].clone();
+            if p.get("status") != Some(&status) {
+                p["status"] = status;
+                self.store.replace(p);
+            }
+        }
+    }
+
+    /// Deletes undesired children, creates missing ones, updates per strategy (contract §5.3 step 9).
+    fn manage(
+        &mut self,
+        observed: &[(Value, String)],
+        desired: &[Value],
+        types: &[(Resource, String)],
+        owner: &Value,
+        decorator: Option<&str>,
+    ) {
+        let now = self.now();
+        let desired_keys: BTreeSet<Key> = desired.iter().map(key_of).collect();
+        for (o, _) in observed {
+            let k = key_of(o);
+            if !desired_keys.contains(&k) && o["metadata"].get("deletionTimestamp").is_none() {
+                for check in self.delete_checks.iter_mut() {
+                    if let Err(v) = check(&self.store, o) {
+                        self.violations.push(v);
+                    }
+                }
+                self.store.delete(&k, now);
+            }
+        }
+        for d in desired {
+            let mut d = d.clone();
+            if let Some(name) = decorator {
+                d["metadata"]["annotations"]["metacontroller.k8s.io/decorator-controller"] =
+                    json!(name);
+            }
+            let k = key_of(&d);
+            let method = types
+                .iter()
+                .find(|(r, _)| r.api_version == k.0 && r.kind == k.1)
+                .map(|(_, m)| m.clone());
+            let applied = serde_json::to_string(&d).unwrap();
+            match observed.iter().find(|(o, _)| key_of(o) == k) {
+                None => {
+                    if self.store.get(&k).is_some() {
+                        // AlreadyExists (someone else's object): swallowed.
+                        continue;
+                    }
+                    let mut c = d.clone();
+                    c["metadata"]["annotations"]
+                        ["metacontroller.k8s.io/last-applied-configuration"] = json!(applied);
+                    c["metadata"]["ownerReferences"] = json!([owner_ref(owner)]);
+                    self.store.create(c, now);
+                }
+                Some((o, _)) => {
+                    if o["metadata"].get("deletionTimestamp").is_some() {
+                        continue;
+                    }
+                    let last = str_at(
+                        o,
+                        "/metadata/annotations/metacontroller.k8s.io~1last-applied-configuration",
+                    );
+                    if last == applied {
+                        continue;
+                    }
+                    match method.as_deref().unwrap_or("OnDelete") {
+                        "InPlace" | "RollingInPlace" => {
+                            let merged = three_way(o, &d, last, &applied);
+                            self.store.replace(merged);
+                        }
+                        "Recreate" | "RollingRecreate" => self.store.delete(&k, now),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    fn sync_decorator(&mut self, ctrl: usize, key: &Key) {
+        let Some(mut target) = self.store.get(key).cloned() else {
+            return;
+        };
+        let controller = self.decorators[ctrl].clone();
+        let name = str_at(&controller, "/metadata/name").to_owned();
+        let spec = &controller["spec"];
+        let finalizer = format!("metacontroller.io/decoratorcontroller-{name}");
+        let matches = spec["resources"].as_array().unwrap().iter().any(|r| {
+            str_at(r, "/resource")
+                == self
+                    .resource_by_kind(&key.0, &key.1)
+                    .map(|x| x.plural)
+                    .unwrap_or_default()
+                && r.get("labelSelector")
+                    .is_none_or(|s| selector_matches(s, &target["metadata"]["labels"]))
+        });
+        let has_finalizer = |p: &Value| {
+            p["metadata"]["finalizers"]
+                .as_array()
+                .is_some_and(|f| f.contains(&json!(finalizer)))
+        };
+        if !matches && !has_finalizer(&target) {
+            return;
+        }
+        let deleting = target["metadata"].get("deletionTimestamp").is_some();
+        let has_finalize_hook = spec.pointer("/hooks/finalize").is_some();
+        if has_finalize_hook && !deleting && matches && !has_finalizer(&target) {
+            let mut list = target["metadata"]["finalizers"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            list.push(json!(finalizer));
+            target["metadata"]["finalizers"] = json!(list);
+            self.store.replace(target.clone());
+            target = self.store.get(key).cloned().unwrap();
+        }
+        let finalizing = has_finalize_hook && (deleting || !matches);
+        let hook = if finalizing {
+            spec["hooks"]["finalize"].clone()
+        } else {
+            spec["hooks"]["sync"].clone()
+        };
+        let version = if str_at(&hook, "/version") == "v2" {
+            "v2"
+        } else {
+            "v1"
+        };
+        let uid = str_at(&target, "/metadata/uid").to_owned();
+        let ns = key.2.clone();
+        let types = self.child_types(&spec["attachments"]);
+        let mut attachments = Map::new();
+        let mut observed = Vec::new();
+        for (r, method) in &types {
+            let entry = attachments
+                .entry(format!("{}.{}", r.kind, r.api_version))
+                .or_insert_with(|| json!({}));
+            for o in self.store.list_type(&r.api_version, &r.kind, None) {
+                if controller_uid(&o).as_deref() == Some(uid.as_str())
+                    && str_at(
+                        &o,
+                        "/metadata/annotations/metacontroller.k8s.io~1decorator-controller",
+                    ) == name
+                {
+                    if let Some(k) = map_key(&o, &ns, version) {
+                        entry[k] = o.clone();
+                    }
+                    observed.push((o, method.clone()));
+                }
+            }
+        }
+        let related = match self.related(DECORATOR + ctrl, &controller, &target, version) {
+            Ok(r) => r,
+            Err(e) => return self.record_error(DECORATOR + ctrl, key, e),
+        };
+        let request = json!({"controller": controller, "object": target, "attachments": attachments, "related": related, "finalizing": finalizing});
+        let resp = match self.call(&hook, &request, &target) {
+            Ok(r) => r,
+            Err(e) => return self.record_error(DECORATOR + ctrl, key, e),
+        };
+        if let Some(r) = resp.get("resyncAfterSeconds").and_then(Value::as_f64) {
+            if r > 0.0 {
+                self.resync_at.insert(
+                    (DECORATOR + ctrl, key.clone()),
+                    self.now() + r.ceil() as i64,
+                );
+            }
+        }
+        let mut t = self.store.get(key).cloned().unwrap();
+        for field in ["labels", "annotations"] {
+            if let Some(m) = resp.get(field).and_then(Value::as_object) {
+                for (k, v) in m {
+                    if v.is_null() {
+                        if let Some(map) = t["metadata"][field].as_object_mut() {
+                            map.remove(k);
+                        }
+                    } else {
+                        t["metadata"][field][k] = v.clone();
+                    }
+                }
+            }
+        }
+        if let Some(s) = resp.get("status").filter(|s| !s.is_null()) {
+            t["status"] = s.clone();
+        }
+        if finalizing && resp["finalized"] == json!(true) {
+            let list: Vec<Value> = t["metadata"]["finalizers"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|f| f != &json!(finalizer))
+                .collect();
+            t["metadata"]["finalizers"] = json!(list);
+        }
+        self.store.replace(t);
+        self.store.finish_if_released(key, self.now());
+        let Some(target) = self.store.get(key).cloned() else {
+            return;
+        };
+        let mut desired: Vec<Value> = resp["attachments"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|a| !a.is_null())
+            .collect();
+        for a in desired.iter_mut() {
+            if str_at(a, "/metadata/namespace").is_empty() {
+                a["metadata"]["namespace"] = json!(ns);
+            }
+        }
+        self.manage(&observed, &desired, &types, &target, Some(&name));
+    }
+}
+
+fn owner_ref(owner: &Value) -> Value {
+    json!({"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
+           "uid": owner["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true})
+}
+
+/// The object-map key of `o` for a parent in `parent_ns` (contract §4); `None` when v1 drops it.
+fn map_key(o: &Value, parent_ns: &str, version: &str) -> Option<String> {
+    let ns = str_at(o, "/metadata/namespace");
+    let name = str_at(o, "/metadata/name");
+    if version == "v2" {
+        return Some(if ns.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{ns}/{name}")
+        });
+    }
+    if parent_ns.is_empty() {
+        return Some(if ns.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{ns}/{name}")
+        });
+    }
+    (ns == parent_ns).then(|| name.to_owned())
+}
+
+/// The simulator's 3-way merge, one level deep: top-level fields, labels and annotations the
+/// desired object sets win; those it stopped sending (present in last-applied) are removed; the
+/// rest, status and system metadata stay as observed.
+fn three_way(observed: &Value, desired: &Value, last_applied: &str, applied: &str) -> Value {
+    let last: Value = serde_json::from_str(last_applied).unwrap_or(json!({}));
+    let mut out = observed.clone();
+    let top = |v: &Value| {
+        v.as_object()
+            .map(|m| {
+                m.keys()
+                    .filter(|k| {
+                        !matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status")
+                    })
+                    .cloned()
+                    .collect::<BTreeSet<_>>()
+            })
+            .unwrap_or_default()
+    };
+    for k in top(&last).union(&top(desired)) {
+        match desired.get(k) {
+            Some(v) => out[k] = v.clone(),
+            None => {
+                out.as_object_mut().unwrap().remove(k);
+            }
+        }
+    }
+    for field in ["labels", "annotations"] {
+        let keys = |v: &Value| {
+            v["metadata"][field]
+                .as_object()
+                .map(|m| m.keys().cloned().collect::<BTreeSet<_>>())
+                .unwrap_or_default()
+        };
+        for k in keys(&last).union(&keys(desired)) {
+            match desired["metadata"][field].get(k) {
+                Some(v) => out["metadata"][field][k] = v.clone(),
+                None => {
+                    if let Some(m) = out["metadata"][field].as_object_mut() {
+                        m.remove(k);
+                    }
+                }
+            }
+        }
+    }
+    out["metadata"]["annotations"]["metacontroller.k8s.io/last-applied-configuration"] =
+        json!(applied);
+    out
+}
+
+/// Applies JSONPatch add/replace/remove operations to an object.
+fn apply_patch(obj: &mut Value, ops: &Value) {
+    for op in ops.as_array().unwrap() {
+        let path = str_at(op, "/path");
+        let tokens: Vec<String> = path
+            .split('/')
+            .skip(1)
+            .map(|t| t.replace("~1", "/").replace("~0", "~"))
+            .collect();
+        let (last, parents) = tokens.split_last().unwrap();
+        let mut at = &mut *obj;
+        for t in parents {
+            at = &mut at[t.as_str()];
+        }
+        match str_at(op, "/op") {
+            "add" | "replace" => at[last.as_str()] = op["value"].clone(),
+            "remove" => {
+                at.as_object_mut().unwrap().remove(last);
+            }
+            other => panic!("unsupported patch op {other}"),
+        }
+    }
+}
+
+pub fn load_yaml(text: &str) -> Vec<Value> {
+    use serde::Deserialize;
+    serde_yaml::Deserializer::from_str(text)
+        .map(|d| serde_yaml::Value::deserialize(d).unwrap())
+        .filter(|v| !v.is_null())
+        .map(|v| serde_json::to_value(v).unwrap())
+        .collect()
+}
+
+fn post_json(addr: SocketAddr, path: &str, body: &Value) -> (u16, Option<Value>) {
+    let (s, v, _) = post_json_full(addr, path, body);
+    (s, v)
+}
+
+fn post_json_full(addr: SocketAddr, path: &str, body: &Value) -> (u16, Option<Value>, Option<i64>) {
+    let server = TestServer::at(addr);
+    let reply = post(&server, path, &serde_json::to_vec(body).unwrap());
+    let retry_after = reply.header("retry-after").and_then(|v| v.parse().ok());
+    let json = if reply.status == 200 {
+        serde_json::from_slice(&reply.body).ok()
+    } else {
+        None
+    };
+    (reply.status, json, retry_after)
+}

@@ -1,0 +1,452 @@
+//! The simulator's own tests: each pins one rule of the Metacontroller contract, driven against a
+//! trivial test-only hook server (not shipped) whose answers the test controls.
+
+mod common;
+mod sim;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use sim::{load_yaml, Sim};
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicI64;
+use std::sync::{Arc, Mutex};
+
+/// What the test hook answers, and what it saw.
+#[derive(Default)]
+struct Hook {
+    /// Answer with this status instead of 200 (and Retry-After for 429).
+    fail_with: Option<u16>,
+    /// Child-map keys seen by the last sync.
+    seen_keys: Vec<String>,
+    /// Desired labels are left off the children (they then miss the parent's selector).
+    drop_labels: bool,
+}
+
+type Shared = Arc<Mutex<Hook>>;
+
+/// Composite sync: one ConfigMap per `spec.children` entry, `status.observed` = children seen.
+async fn sync(State(h): State<Shared>, Json(req): Json<Value>) -> Response {
+    let mut hook = h.lock().unwrap();
+    if let Some(code) = hook.fail_with {
+        let mut headers = HeaderMap::new();
+        if code == 429 {
+            headers.insert("retry-after", HeaderValue::from_static("30"));
+        }
+        return (StatusCode::from_u16(code).unwrap(), headers, "test failure").into_response();
+    }
+    let observed = req["children"]["ConfigMap.v1"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    hook.seen_keys = observed.keys().cloned().collect();
+    let labels = if hook.drop_labels {
+        json!({})
+    } else {
+        req["parent"]["spec"]["selector"]["matchLabels"].clone()
+    };
+    let finalizing = req["finalizing"] == json!(true);
+    let children: Vec<Value> = if finalizing {
+        vec![]
+    } else {
+        req["parent"]["spec"]["children"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|c| {
+                json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": c["name"], "labels": labels},
+            "data": {"value": c["value"]}})
+            })
+            .collect()
+    };
+    let mut resp = json!({"status": {"observed": observed.len(), "related": req["related"]["ConfigMap.v1"].as_object().map_or(0, |m| m.len())},
+                          "children": children});
+    if let Some(r) = req["parent"]["spec"]["resyncAfterSeconds"].as_i64() {
+        resp["resyncAfterSeconds"] = json!(r);
+    }
+    if finalizing {
+        resp["finalized"] = json!(observed.is_empty());
+    }
+    Json(resp).into_response()
+}
+
+/// Customize: ConfigMaps labelled `related-to: <parent name>`.
+async fn customize(Json(req): Json<Value>) -> Json<Value> {
+    Json(
+        json!({"relatedResources": [{"apiVersion": "v1", "resource": "configmaps",
+        "labelSelector": {"matchLabels": {"related-to": req["parent"]["metadata"]["name"]}}}]}),
+    )
+}
+
+/// Decorator sync: a label, a status and one attachment per target.
+async fn decorate(Json(req): Json<Value>) -> Json<Value> {
+    let name = req["object"]["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    Json(json!({"labels": {"decorated": "yes", "remove-me": null},
+                "status": {"attachments": req["attachments"]["ConfigMap.v1"].as_object().map_or(0, |m| m.len())},
+                "attachments": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("{name}-extra")}, "data": {"k": "v"}}]}))
+}
+
+fn hook_server(state: Shared) -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let app = Router::new()
+                .route("/test/sync", post(sync))
+                .route("/test/customize", post(customize))
+                .route("/test/decorate", post(decorate))
+                .with_state(state);
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    rx.recv().unwrap()
+}
+
+const CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets}
+  versions: [{name: v1, served: true, storage: true, subresources: {status: {}}}]
+"#;
+
+fn controller(strategy: &str, version: &str, extra: &str) -> String {
+    format!(
+        r#"
+apiVersion: metacontroller.k8s.io/v1alpha1
+kind: CompositeController
+metadata: {{name: widgets}}
+spec:
+  parentResource: {{apiVersion: example.com/v1, resource: widgets}}
+  childResources: [{{apiVersion: v1, resource: configmaps, updateStrategy: {{method: {strategy}}}}}]
+  hooks:
+    sync: {{version: {version}, webhook: {{url: http://hooks/test/sync}}}}
+{extra}
+"#
+    )
+}
+
+fn setup(strategy: &str, version: &str, extra: &str) -> (Sim, Shared) {
+    setup_with(&controller(strategy, version, extra))
+}
+
+/// A simulator with the Widget CRD and these controllers, against a fresh test hook server.
+fn setup_with(controllers: &str) -> (Sim, Shared) {
+    let state: Shared = Arc::default();
+    let addr = hook_server(state.clone());
+    let mut docs = load_yaml(CRD);
+    docs.extend(load_yaml(controllers));
+    (
+        Sim::new(addr, Arc::new(AtomicI64::new(1_780_315_200)), docs),
+        state,
+    )
+}
+
+fn widget(children: &[(&str, &str)]) -> String {
+    let list: Vec<Value> = children
+        .iter()
+        .map(|(n, v)| json!({"name": n, "value": v}))
+        .collect();
+    serde_json::to_string(&json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "ns"},
+        "spec": {"selector": {"matchLabels": {"widget": "w"}}, "children": list}}))
+    .unwrap()
+}
+
+fn data(sim: &Sim, name: &str) -> Option<String> {
+    sim.get("ConfigMap", "ns", name)
+        .map(|c| c["data"]["value"].as_str().unwrap().to_owned())
+}
+
+#[test]
+fn children_are_created_with_owner_and_status_gets_observed_generation() {
+    let (mut sim, _) = setup("OnDelete", "v1", "");
+    sim.apply(&widget(&[("a", "1"), ("b", "1")])).unwrap();
+    sim.run_until_quiet();
+    let a = sim.get("ConfigMap", "ns", "a").unwrap();
+    assert_eq!(a["metadata"]["ownerReferences"][0]["kind"], "Widget");
+    assert_eq!(a["metadata"]["ownerReferences"][0]["controller"], true);
+    assert!(
+        a["metadata"]["annotations"]["metacontroller.k8s.io/last-applied-configuration"]
+            .is_string()
+    );
+    let w = sim.get("Widget", "ns", "w").unwrap();
+    assert_eq!(
+        w["status"],
+        json!({"observed": 2, "related": 0, "observedGeneration": 1})
+    );
+}
+
+#[test]
+fn an_omitted_child_is_deleted() {
+    let (mut sim, _) = setup("OnDelete", "v1", "");
+    sim.apply(&widget(&[("a", "1"), ("b", "1")])).unwrap();
+    sim.run_until_quiet();
+    sim.apply(&widget(&[("a", "1")])).unwrap();
+    sim.run_until_quiet();
+    assert!(sim.get("ConfigMap", "ns", "b").is_none());
+    assert!(sim.get("ConfigMap", "ns", "a").is_some());
+    assert_eq!(
+        sim.get("Widget", "ns", "w").unwrap()["status"]["observedGeneration"],
+        2
+    );
+}
+
+#[test]
+fn in_place_updates_on_delete_does_not_recreate_deletes() {
+    for (strategy, after) in [
+        ("InPlace", Some("2")),
+        ("OnDelete", Some("1")),
+        ("Recreate", Some("2")),
+    ] {
+        let (mut sim, _) = setup(strategy, "v1", "");
+        sim.apply(&widget(&[("a", "1")])).unwrap();
+        sim.run_until_quiet();
+        let uid = sim.get("ConfigMap", "ns", "a").unwrap()["metadata"]["uid"].clone();
+        sim.apply(&widget(&[("a", "2")])).unwrap();
+        sim.run_until_quiet();
+        assert_eq!(data(&sim, "a").as_deref(), after, "{strategy}");
+        let new_uid = &sim.get("ConfigMap", "ns", "a").unwrap()["metadata"]["uid"];
+        assert_eq!(
+            new_uid != &uid,
+            strategy == "Recreate",
+            "{strategy}: recreated means a new uid"
+        );
+    }
+}
+
+#[test]
+fn a_child_whose_labels_miss_the_selector_fails_the_sync_with_no_change() {
+    let (mut sim, hook) = setup("InPlace", "v1", "");
+    sim.apply(&widget(&[("a", "1")])).unwrap();
+    sim.run_until_quiet();
+    hook.lock().unwrap().drop_labels = true;
+    sim.apply(&widget(&[("a", "2"), ("b", "2")])).unwrap();
+    sim.run_until_quiet();
+    assert_eq!(data(&sim, "a").as_deref(), Some("1"));
+    assert!(sim.get("ConfigMap", "ns", "b").is_none());
+    assert!(sim
+        .sync_errors
+        .last()
+        .unwrap()
+        .contains("don't match parent selector"));
+    assert_eq!(
+        sim.get("Widget", "ns", "w").unwrap()["status"]["observedGeneration"],
+        1,
+        "status untouched"
+    );
+}
+
+#[test]
+fn a_500_answer_changes_nothing() {
+    let (mut sim, hook) = setup("InPlace", "v1", "");
+    sim.apply(&widget(&[("a", "1")])).unwrap();
+    sim.run_until_quiet();
+    hook.lock().unwrap().fail_with = Some(500);
+    sim.apply(&widget(&[])).unwrap();
+    sim.run_until_quiet();
+    assert_eq!(data(&sim, "a").as_deref(), Some("1"), "not deleted");
+    assert!(sim
+        .sync_errors
+        .last()
+        .unwrap()
+        .contains("unsupported status code: 500"));
+    // Retried with back-off; once the hook answers, the sync goes through.
+    hook.lock().unwrap().fail_with = None;
+    sim.advance(1);
+    sim.run_until_quiet();
+    assert!(sim.get("ConfigMap", "ns", "a").is_none());
+}
+
+#[test]
+fn a_429_is_retried_after_retry_after_on_the_virtual_clock() {
+    let (mut sim, hook) = setup("InPlace", "v1", "");
+    hook.lock().unwrap().fail_with = Some(429);
+    sim.apply(&widget(&[("a", "1")])).unwrap();
+    sim.run_until_quiet();
+    assert!(sim.get("ConfigMap", "ns", "a").is_none());
+    hook.lock().unwrap().fail_with = None;
+    sim.advance(29);
+    sim.run_until_quiet();
+    assert!(
+        sim.get("ConfigMap", "ns", "a").is_none(),
+        "not before Retry-After"
+    );
+    sim.advance(1);
+    sim.run_until_quiet();
+    assert!(sim.get("ConfigMap", "ns", "a").is_some());
+}
+
+#[test]
+fn resync_after_seconds_schedules_one_more_sync() {
+    let (mut sim, _) = setup("InPlace", "v1", "");
+    let mut w: Value = serde_json::from_str(&widget(&[("a", "1")])).unwrap();
+    w["spec"]["resyncAfterSeconds"] = json!(60);
+    sim.apply(&w.to_string()).unwrap();
+    sim.run_until_quiet();
+    let calls = sim.calls.len();
+    sim.advance(59);
+    sim.run_until_quiet();
+    assert_eq!(sim.calls.len(), calls);
+    sim.advance(1);
+    sim.run_until_quiet();
+    assert_eq!(sim.calls.len(), calls + 1);
+}
+
+#[test]
+fn orphans_matching_the_selector_are_adopted_and_non_matching_children_released() {
+    let (mut sim, hook) = setup("OnDelete", "v2", "");
+    sim.apply(r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "stray", "namespace": "ns", "labels": {"widget": "w"}}, "data": {"value": "x"}}"#).unwrap();
+    sim.apply(&widget(&[("stray", "x")])).unwrap();
+    sim.run_until_quiet();
+    let stray = sim.get("ConfigMap", "ns", "stray").unwrap();
+    assert_eq!(stray["metadata"]["ownerReferences"][0]["name"], "w");
+    assert_eq!(
+        hook.lock().unwrap().seen_keys,
+        ["ns/stray"],
+        "v2 keys are ns/name"
+    );
+    // Relabelled by someone: released, so the hook no longer sees it (and cannot delete it).
+    let mut relabelled = stray.clone();
+    relabelled["metadata"]["labels"] = json!({"widget": "other"});
+    sim.apply(&relabelled.to_string()).unwrap();
+    sim.run_until_quiet();
+    let stray = sim.get("ConfigMap", "ns", "stray").unwrap();
+    assert_eq!(stray["metadata"]["ownerReferences"], json!([]));
+}
+
+#[test]
+fn v1_keys_are_names() {
+    let (mut sim, hook) = setup("OnDelete", "v1", "");
+    sim.apply(&widget(&[("a", "1")])).unwrap();
+    sim.run_until_quiet();
+    sim.apply(&widget(&[("a", "1"), ("b", "1")])).unwrap();
+    sim.run_until_quiet();
+    assert_eq!(hook.lock().unwrap().seen_keys, ["a", "b"]);
+}
+
+#[test]
+fn generate_selector_labels_children_with_the_parent_uid() {
+    let c = controller("OnDelete", "v1", "").replace(
+        "spec:\n  parentResource",
+        "spec:\n  generateSelector: true\n  parentResource",
+    );
+    let (mut sim, _) = setup_with(&c);
+    let mut w: Value = serde_json::from_str(&widget(&[("a", "1")])).unwrap();
+    w["spec"].as_object_mut().unwrap().remove("selector");
+    sim.apply(&w.to_string()).unwrap();
+    sim.run_until_quiet();
+    let uid = sim.get("Widget", "ns", "w").unwrap()["metadata"]["uid"].clone();
+    assert_eq!(
+        sim.get("ConfigMap", "ns", "a").unwrap()["metadata"]["labels"]["controller-uid"],
+        uid
+    );
+}
+
+#[test]
+fn customize_related_objects_are_sent_and_their_changes_resync_the_parent() {
+    let extra = "    customize: {version: v1, webhook: {url: http://hooks/test/customize}}";
+    let (mut sim, _) = setup("OnDelete", "v1", extra);
+    sim.apply(&widget(&[])).unwrap();
+    sim.run_until_quiet();
+    assert_eq!(
+        sim.get("Widget", "ns", "w").unwrap()["status"]["related"],
+        0
+    );
+    sim.apply(r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "r", "namespace": "ns", "labels": {"related-to": "w"}}}"#).unwrap();
+    sim.run_until_quiet();
+    assert_eq!(
+        sim.get("Widget", "ns", "w").unwrap()["status"]["related"],
+        1
+    );
+}
+
+#[test]
+fn finalize_keeps_the_parent_until_finalized() {
+    let extra = "    finalize: {version: v1, webhook: {url: http://hooks/test/sync}}";
+    let (mut sim, hook) = setup("OnDelete", "v1", extra);
+    sim.apply(&widget(&[("a", "1")])).unwrap();
+    sim.run_until_quiet();
+    let w = sim.get("Widget", "ns", "w").unwrap();
+    assert_eq!(
+        w["metadata"]["finalizers"],
+        json!(["metacontroller.io/compositecontroller-widgets"])
+    );
+    hook.lock().unwrap().fail_with = Some(500);
+    sim.delete("Widget", "ns", "w").unwrap();
+    sim.run_until_quiet();
+    assert!(
+        sim.get("Widget", "ns", "w").unwrap()["metadata"]["deletionTimestamp"].is_string(),
+        "held by the finalizer"
+    );
+    hook.lock().unwrap().fail_with = None;
+    sim.advance(1);
+    sim.run_until_quiet();
+    assert!(
+        sim.get("Widget", "ns", "w").is_none(),
+        "finalized, then gone"
+    );
+    assert!(sim.get("ConfigMap", "ns", "a").is_none());
+}
+
+#[test]
+fn decorator_attachments_labels_and_status() {
+    let (mut sim, _) = setup_with(
+        r#"
+apiVersion: metacontroller.k8s.io/v1alpha1
+kind: DecoratorController
+metadata: {name: deco}
+spec:
+  resources: [{apiVersion: example.com/v1, resource: widgets}]
+  attachments: [{apiVersion: v1, resource: configmaps}]
+  hooks:
+    sync: {version: v2, webhook: {url: http://hooks/test/decorate}}
+"#,
+    );
+    let mut w: Value = serde_json::from_str(&widget(&[])).unwrap();
+    w["metadata"]["labels"] = json!({"remove-me": "x", "keep": "y"});
+    sim.apply(&w.to_string()).unwrap();
+    sim.run_until_quiet();
+    let w = sim.get("Widget", "ns", "w").unwrap();
+    assert_eq!(
+        w["metadata"]["labels"],
+        json!({"decorated": "yes", "keep": "y"})
+    );
+    assert_eq!(w["status"], json!({"attachments": 1}));
+    let att = sim.get("ConfigMap", "ns", "w-extra").unwrap();
+    assert_eq!(
+        att["metadata"]["annotations"]["metacontroller.k8s.io/decorator-controller"],
+        "deco"
+    );
+    assert_eq!(
+        att["metadata"]["ownerReferences"][0]["uid"],
+        w["metadata"]["uid"]
+    );
+}
+
+#[test]
+fn deleting_a_parent_garbage_collects_its_children() {
+    let (mut sim, _) = setup("OnDelete", "v1", "");
+    sim.apply(&widget(&[("a", "1")])).unwrap();
+    sim.run_until_quiet();
+    sim.delete("Widget", "ns", "w").unwrap();
+    sim.run_until_quiet();
+    assert!(sim.get("ConfigMap", "ns", "a").is_none());
+}
