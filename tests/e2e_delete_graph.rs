@@ -1,0 +1,289 @@
+//! delete-graph end to end: the real server, the project's manifests, the simulator and its fake
+//! kubelet. After every deletion the simulator checks that no Pod went while a dependent that
+//! needs it running was pending or running.
+
+mod common;
+mod sim;
+
+use serde_json::{json, Value};
+use sim::{Sim, Store};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+const NS: &str = "shop";
+
+fn is_live(p: &Value) -> bool {
+    p["metadata"].get("deletionTimestamp").is_none()
+        && matches!(
+            p["status"]["phase"].as_str(),
+            None | Some("Pending") | Some("Running")
+        )
+}
+
+/// The invariant: a Pod of workload D is deleted only when no live Pod needs D running.
+fn no_early_delete(store: &Store, deleted: &Value) -> Result<(), String> {
+    let ns = deleted["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_default();
+    let Some(d) = deleted["metadata"]["labels"]["metahooks.dev/workload"].as_str() else {
+        return Ok(());
+    };
+    for p in store.list("Pod", Some(ns)) {
+        let deps: Value = serde_json::from_str(
+            p["metadata"]["annotations"]["metahooks.dev/dependencies"]
+                .as_str()
+                .unwrap_or("{}"),
+        )
+        .unwrap_or(json!({}));
+        if deps[d] == "ADD_COND_RUNNING" && is_live(p) {
+            return Err(format!(
+                "{} deleted while {} (needs it running) is {}",
+                deleted["metadata"]["name"], p["metadata"]["name"], p["status"]["phase"]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A simulator on the delete-graph manifests, with the invariant checked and the workloads of
+/// deleted Pods recorded in deletion order.
+fn sim() -> (Sim, Rc<RefCell<Vec<String>>>) {
+    let mut sim = Sim::with_manifests(&["delete-graph"]);
+    sim.delete_checks.push(Box::new(no_early_delete));
+    let order = Rc::new(RefCell::new(Vec::new()));
+    let record = order.clone();
+    sim.delete_checks.push(Box::new(move |_, pod| {
+        let w = pod["metadata"]["labels"]["metahooks.dev/workload"]
+            .as_str()
+            .unwrap_or_default();
+        record.borrow_mut().push(w.to_owned());
+        Ok(())
+    }));
+    (sim, order)
+}
+
+fn set(workloads: Value) -> String {
+    json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "WorkloadSet",
+           "metadata": {"name": "shop", "namespace": NS}, "spec": {"workloads": workloads}})
+    .to_string()
+}
+
+fn workload(image: &str, deps: Value, policy: &str) -> Value {
+    json!({"dependencies": deps, "restartPolicy": policy,
+           "template": {"spec": {"containers": [{"name": "main", "image": image}]}}})
+}
+
+fn chain() -> Value {
+    json!({
+        "database": workload("postgres:16", json!({}), "ALWAYS"),
+        "backend": workload("api:1", json!({"database": "ADD_COND_RUNNING"}), "ALWAYS"),
+        "frontend": workload("web:1", json!({"backend": "ADD_COND_RUNNING"}), "ALWAYS"),
+    })
+}
+
+/// Workloads that have a non-terminating Pod.
+fn running(sim: &Sim) -> Vec<String> {
+    let mut w: Vec<String> = sim
+        .list("Pod", NS)
+        .into_iter()
+        .filter(|p| p["metadata"].get("deletionTimestamp").is_none())
+        .map(|p| {
+            p["metadata"]["labels"]["metahooks.dev/workload"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    w.sort();
+    w
+}
+
+fn status(sim: &Sim, w: &str) -> (String, String) {
+    let s = &sim.get("WorkloadSet", NS, "shop").unwrap()["status"]["workloads"][w];
+    (
+        s["state"].as_str().unwrap_or("").to_owned(),
+        s["subState"].as_str().unwrap_or("").to_owned(),
+    )
+}
+
+fn start_chain(sim: &mut Sim) {
+    sim.apply(&set(chain())).unwrap();
+    sim.run_until_quiet();
+    assert_eq!(running(sim), ["database"]);
+    sim.set_workload_phase(NS, "database", "Running");
+    sim.run_until_quiet();
+    assert_eq!(running(sim), ["backend", "database"]);
+    sim.set_workload_phase(NS, "backend", "Running");
+    sim.run_until_quiet();
+    assert_eq!(running(sim), ["backend", "database", "frontend"]);
+    sim.set_workload_phase(NS, "frontend", "Running");
+    sim.run_until_quiet();
+}
+
+#[test]
+fn chain_starts_in_order() {
+    let (mut sim, _) = sim();
+    sim.apply(&set(chain())).unwrap();
+    sim.run_until_quiet();
+    assert_eq!(
+        status(&sim, "backend"),
+        ("Pending".into(), "WaitingToStart".into())
+    );
+    // Pending is not enough for ADD_COND_RUNNING.
+    sim.set_workload_phase(NS, "database", "Pending");
+    sim.run_until_quiet();
+    assert_eq!(running(&sim), ["database"]);
+    start_chain(&mut sim);
+    assert_eq!(status(&sim, "frontend"), ("Running".into(), "Ok".into()));
+    let ws = sim.get("WorkloadSet", NS, "shop").unwrap();
+    assert_eq!(
+        ws["status"]["deleteGraph"],
+        json!({
+        "backend": {"frontend": "DelCondNotPendingNorRunning"},
+        "database": {"backend": "DelCondNotPendingNorRunning"}})
+    );
+    assert_eq!(ws["status"]["conditions"][0]["type"], "Valid");
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
+#[test]
+fn removing_the_database_waits_for_the_backend() {
+    let (mut sim, order) = sim();
+    start_chain(&mut sim);
+    let mut w = chain();
+    w.as_object_mut().unwrap().remove("database");
+    sim.apply(&set(w.clone())).unwrap();
+    sim.run_until_quiet();
+    assert_eq!(
+        status(&sim, "database"),
+        ("Stopping".into(), "WaitingToStop".into())
+    );
+    assert!(running(&sim).contains(&"database".to_owned()));
+    // Backend removed too: it waits for the frontend (still in the spec, running), the database
+    // waits for the backend.
+    w.as_object_mut().unwrap().remove("backend");
+    sim.apply(&set(w)).unwrap();
+    sim.run_until_quiet();
+    assert_eq!(running(&sim), ["backend", "database", "frontend"]);
+    // Frontend finishes: backend is released, and once it is terminating, the database.
+    sim.set_workload_phase(NS, "frontend", "Succeeded");
+    sim.run_until_quiet();
+    assert_eq!(running(&sim), ["frontend"]);
+    assert_eq!(*order.borrow(), ["backend", "database"]);
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+}
+
+#[test]
+fn a_job_gates_a_service() {
+    let (mut sim, _) = sim();
+    sim.apply(&set(json!({
+        "migrate": workload("migrate:1", json!({}), "NEVER"),
+        "api": workload("api:1", json!({"migrate": "ADD_COND_SUCCEEDED"}), "ALWAYS"),
+    })))
+    .unwrap();
+    sim.run_until_quiet();
+    sim.set_workload_phase(NS, "migrate", "Running");
+    sim.run_until_quiet();
+    assert_eq!(running(&sim), ["migrate"]);
+    sim.set_workload_phase(NS, "migrate", "Succeeded");
+    sim.run_until_quiet();
+    assert_eq!(running(&sim), ["api", "migrate"]);
+    assert!(sim.violations.is_empty());
+}
+
+#[test]
+fn a_workload_gated_on_a_failure() {
+    let (mut sim, _) = sim();
+    sim.apply(&set(json!({
+        "task": workload("task:1", json!({}), "NEVER"),
+        "alert": workload("alert:1", json!({"task": "ADD_COND_FAILED"}), "NEVER"),
+    })))
+    .unwrap();
+    sim.run_until_quiet();
+    sim.set_workload_phase(NS, "task", "Succeeded");
+    sim.run_until_quiet();
+    assert_eq!(running(&sim), ["task"], "success does not start the alert");
+    // A new task run that fails (the old Pod deleted by someone, the new one fails).
+    let old = sim.workload_pod(NS, "task").unwrap();
+    sim.delete("Pod", NS, &old).unwrap();
+    sim.finish_terminations();
+    sim.run_until_quiet();
+    sim.set_workload_phase(NS, "task", "Failed");
+    sim.run_until_quiet();
+    assert_eq!(running(&sim), ["alert", "task"]);
+}
+
+#[test]
+fn template_update_of_a_dependency_under_a_running_dependent() {
+    let (mut sim, _) = sim();
+    start_chain(&mut sim);
+    let old_db = sim.workload_pod(NS, "database").unwrap();
+    let mut w = chain();
+    w["database"]["template"]["spec"]["containers"][0]["image"] = json!("postgres:17");
+    sim.apply(&set(w)).unwrap();
+    sim.run_until_quiet();
+    // The old Pod waits while backend runs; no new database Pod yet.
+    assert_eq!(
+        sim.workload_pod(NS, "database").as_deref(),
+        Some(old_db.as_str())
+    );
+    assert_eq!(
+        status(&sim, "database"),
+        ("Stopping".into(), "WaitingToStop".into())
+    );
+    // Backend (and so frontend) stop: the old database goes, then the new one starts.
+    sim.set_workload_phase(NS, "frontend", "Succeeded");
+    sim.set_workload_phase(NS, "backend", "Succeeded");
+    sim.run_until_quiet();
+    assert!(sim.get("Pod", NS, &old_db).unwrap()["metadata"]["deletionTimestamp"].is_string());
+    sim.finish_terminations();
+    sim.run_until_quiet();
+    let new_db = sim.workload_pod(NS, "database").unwrap();
+    assert_ne!(new_db, old_db);
+    assert_eq!(
+        sim.get("Pod", NS, &new_db).unwrap()["spec"]["containers"][0]["image"],
+        "postgres:17"
+    );
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+}
+
+#[test]
+fn deleting_the_set_tears_down_in_reverse_order() {
+    let (mut sim, order) = sim();
+    start_chain(&mut sim);
+    let ws = sim.get("WorkloadSet", NS, "shop").unwrap();
+    assert_eq!(
+        ws["metadata"]["finalizers"],
+        json!(["metacontroller.io/compositecontroller-delete-graph"])
+    );
+    sim.delete("WorkloadSet", NS, "shop").unwrap();
+    sim.run_until_quiet();
+    // One link per sync: a dependency goes once its dependent is terminating.
+    assert_eq!(*order.borrow(), ["frontend", "backend", "database"]);
+    assert_eq!(running(&sim), Vec::<String>::new());
+    assert!(
+        sim.get("WorkloadSet", NS, "shop").is_some(),
+        "held until no Pod is left"
+    );
+    sim.finish_terminations();
+    sim.run_until_quiet();
+    assert!(
+        sim.get("WorkloadSet", NS, "shop").is_none(),
+        "finalized and gone"
+    );
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+}
+
+#[test]
+fn a_cycle_is_rejected_at_admission() {
+    let (mut sim, _) = sim();
+    let err = sim
+        .apply(&set(json!({
+            "a": workload("a", json!({"b": "ADD_COND_RUNNING"}), "NEVER"),
+            "b": workload("b", json!({"a": "ADD_COND_RUNNING"}), "NEVER"),
+        })))
+        .unwrap_err();
+    assert_eq!(err, "workload dependency 'a' is part of a cycle.");
+    assert!(sim.get("WorkloadSet", NS, "shop").is_none());
+}
