@@ -26,6 +26,8 @@ struct Resource {
     kind: String,
     plural: String,
     namespaced: bool,
+    /// The CRD's openAPIV3Schema, whose `default`s the API server applies.
+    schema: Option<Value>,
 }
 
 /// Called before Metacontroller deletes a child; an `Err` is recorded as a violation.
@@ -265,6 +267,9 @@ pub struct Sim {
     pub sync_errors: Vec<String>,
 }
 
+/// The user Metacontroller's writes are admitted as.
+const METACONTROLLER: &str = "system:serviceaccount:metacontroller:metacontroller";
+
 /// Controllers are kept in one list; indexes below `DECORATOR` are composites.
 const DECORATOR: usize = 1000;
 
@@ -321,6 +326,7 @@ impl Sim {
                 kind: (*k).into(),
                 plural: (*p).into(),
                 namespaced: *n,
+                schema: None,
             })
             .collect();
         let mut composites = Vec::new();
@@ -340,6 +346,7 @@ impl Sim {
                             kind: str_at(spec, "/names/kind").into(),
                             plural: str_at(spec, "/names/plural").into(),
                             namespaced: str_at(spec, "/scope") == "Namespaced",
+                            schema: v.pointer("/schema/openAPIV3Schema").cloned(),
                         });
                     }
                 }
@@ -446,6 +453,12 @@ impl Sim {
                 }
             }
         }
+        if let Some(schema) = self
+            .resource_by_kind(str_at(&obj, "/apiVersion"), str_at(&obj, "/kind"))
+            .and_then(|r| r.schema)
+        {
+            apply_defaults(&mut obj, &schema);
+        }
         let obj = self.admit(operation, Some(obj), old.clone(), user)?;
         let obj = obj.expect("object");
         match old {
@@ -465,6 +478,13 @@ impl Sim {
         self.admit("DELETE", None, Some(obj.clone()), "kubernetes-admin")?;
         self.store.delete(&key_of(&obj), self.now());
         Ok(())
+    }
+
+    /// Deletes an object bypassing admission (a controller outside the simulation doing it).
+    pub fn store_delete_direct(&mut self, kind: &str, namespace: &str, name: &str) {
+        if let Some(obj) = self.get(kind, namespace, name).cloned() {
+            self.store.delete(&key_of(&obj), self.now());
+        }
     }
 
     /// Runs the matching admission webhooks; returns the (mutated) object.
@@ -1139,7 +1159,9 @@ impl Sim {
                     c["metadata"]["annotations"]
                         ["metacontroller.k8s.io/last-applied-configuration"] = json!(applied);
                     c["metadata"]["ownerReferences"] = json!([owner_ref(owner)]);
-                    self.store.create(c, now);
+                    if let Err(e) = self.api_write(c, METACONTROLLER) {
+                        self.sync_errors.push(format!("create {k:?} denied: {e}"));
+                    }
                 }
                 Some((o, _)) => {
                     if o["metadata"].get("deletionTimestamp").is_some() {
@@ -1155,7 +1177,9 @@ impl Sim {
                     match method.as_deref().unwrap_or("OnDelete") {
                         "InPlace" | "RollingInPlace" => {
                             let merged = three_way(o, &d, last, &applied);
-                            self.store.replace(merged);
+                            if let Err(e) = self.api_write(merged, METACONTROLLER) {
+                                self.sync_errors.push(format!("update {k:?} denied: {e}"));
+                            }
                         }
                         "Recreate" | "RollingRecreate" => self.store.delete(&k, now),
                         _ => {}
@@ -1374,6 +1398,27 @@ fn three_way(observed: &Value, desired: &Value, last_applied: &str, applied: &st
     out["metadata"]["annotations"]["metacontroller.k8s.io/last-applied-configuration"] =
         json!(applied);
     out
+}
+
+/// Structural defaulting as the API server does it: absent properties with a `default` are set,
+/// present objects are defaulted recursively.
+fn apply_defaults(obj: &mut Value, schema: &Value) {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    for (name, prop) in props {
+        if !map.contains_key(name) {
+            if let Some(d) = prop.get("default") {
+                map.insert(name.clone(), d.clone());
+            }
+        }
+        if let Some(child) = map.get_mut(name) {
+            apply_defaults(child, prop);
+        }
+    }
 }
 
 /// Applies JSONPatch add/replace/remove operations to an object.

@@ -1,0 +1,198 @@
+//! app-discovery end to end: the real server, the project's manifests (CRDs with their defaults,
+//! the mutating webhook that labels requests, the CompositeController), the simulator's clock.
+
+mod common;
+mod sim;
+
+use serde_json::{json, Value};
+use sim::Sim;
+
+const NS: &str = "podtato";
+
+fn sim() -> Sim {
+    let mut sim = Sim::with_manifests(&["app-discovery"]);
+    // Defaults come from the CRD: selector managed-by=keptn, 30 s window.
+    sim.apply(&json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery", "metadata": {"name": "discovery", "namespace": NS}}).to_string())
+        .unwrap();
+    sim.run_until_quiet();
+    sim
+}
+
+/// Keptn's webhook creating a request (unlabelled: our mutating webhook labels it).
+fn request(sim: &mut Sim, name: &str, app: &str, single: bool) {
+    let mut annotations = json!({});
+    if single {
+        annotations["keptn.sh/app-type"] = json!("single-service");
+    }
+    sim.apply(&json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnAppCreationRequest",
+        "metadata": {"name": name, "namespace": NS, "annotations": annotations}, "spec": {"appName": app}}).to_string())
+        .unwrap();
+}
+
+fn workload(sim: &mut Sim, name: &str, app: &str, version: &str) {
+    sim.apply(
+        &json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnWorkload",
+        "metadata": {"name": name, "namespace": NS}, "spec": {"app": app, "version": version}})
+        .to_string(),
+    )
+    .unwrap();
+}
+
+fn app(sim: &Sim, name: &str) -> Option<Value> {
+    sim.get("KeptnApp", NS, name).cloned()
+}
+
+fn workload_names(app: &Value) -> Vec<String> {
+    app["spec"]["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn multi_service_app_waits_for_the_window_and_gets_every_workload() {
+    let mut sim = sim();
+    request(&mut sim, "podtato-head", "podtato-head", false);
+    workload(&mut sim, "podtato-head-entry", "podtato-head", "0.1.0");
+    sim.run_until_quiet();
+    let kacr = sim
+        .get("KeptnAppCreationRequest", NS, "podtato-head")
+        .unwrap();
+    assert_eq!(
+        kacr["metadata"]["labels"]["app.kubernetes.io/managed-by"], "keptn",
+        "labelled at admission"
+    );
+    assert_eq!(
+        kacr["metadata"]["ownerReferences"][0]["kind"], "AppDiscovery",
+        "adopted"
+    );
+    for (t, w) in [(5, "podtato-head-hat"), (10, "podtato-head-left-arm")] {
+        sim.advance(t);
+        workload(&mut sim, w, "podtato-head", "0.1.0");
+        sim.run_until_quiet();
+        assert!(
+            app(&sim, "podtato-head").is_none(),
+            "nothing before the window ends"
+        );
+    }
+    let status = &sim.get("AppDiscovery", NS, "discovery").unwrap()["status"];
+    assert_eq!(status["pendingRequests"][0]["name"], "podtato-head");
+    sim.advance(16); // 31 s after the request
+    sim.run_until_quiet();
+    let a = app(&sim, "podtato-head").expect("app created after the window");
+    assert_eq!(workload_names(&a), ["entry", "hat", "left-arm"]);
+    assert_eq!(a["spec"]["version"].as_str().unwrap().len(), 10);
+    assert!(
+        sim.get("KeptnAppCreationRequest", NS, "podtato-head")
+            .is_none(),
+        "request handled"
+    );
+    assert_eq!(a["metadata"]["ownerReferences"][0]["kind"], "AppDiscovery");
+    assert!(a["metadata"]["annotations"]["traceparent"]
+        .as_str()
+        .unwrap()
+        .starts_with("00-"));
+    assert_eq!(a["spec"]["revision"], 1, "CRD default");
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
+#[test]
+fn single_service_app_is_created_on_the_first_sync() {
+    let mut sim = sim();
+    workload(&mut sim, "nginx", "nginx", "1.25.3");
+    request(&mut sim, "nginx", "nginx", true);
+    sim.run_until_quiet();
+    let a = app(&sim, "nginx").unwrap();
+    assert_eq!(a["spec"]["version"], "1.25.3");
+    assert_eq!(workload_names(&a), ["nginx"]);
+    assert!(sim.get("KeptnAppCreationRequest", NS, "nginx").is_none());
+}
+
+#[test]
+fn a_new_rollout_updates_the_app_and_a_removed_workload_drops_out() {
+    let mut sim = sim();
+    workload(&mut sim, "shop-api", "shop", "1.0");
+    workload(&mut sim, "shop-web", "shop", "1.0");
+    request(&mut sim, "shop-1", "shop", false);
+    sim.advance(31);
+    sim.run_until_quiet();
+    let first = app(&sim, "shop").unwrap();
+    assert_eq!(workload_names(&first), ["api", "web"]);
+    // New rollout: api 1.1, web removed, then a new request.
+    workload(&mut sim, "shop-api", "shop", "1.1");
+    sim.store_delete_direct("KeptnWorkload", NS, "shop-web");
+    sim.run_until_quiet();
+    assert_eq!(
+        app(&sim, "shop").unwrap()["spec"],
+        first["spec"],
+        "workload changes alone never update an app"
+    );
+    request(&mut sim, "shop-2", "shop", false);
+    sim.advance(31);
+    sim.run_until_quiet();
+    let second = app(&sim, "shop").unwrap();
+    assert_eq!(
+        second["spec"]["version"], "1.1",
+        "one workload: its version"
+    );
+    assert_eq!(
+        second["spec"]["workloads"],
+        json!([{"name": "api", "version": "1.1"}])
+    );
+    assert_eq!(
+        second["metadata"]["uid"], first["metadata"]["uid"],
+        "updated in place"
+    );
+}
+
+#[test]
+fn a_user_defined_app_survives_and_its_request_disappears() {
+    let mut sim = sim();
+    sim.apply(&json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnApp",
+        "metadata": {"name": "checkout", "namespace": NS}, "spec": {"version": "mine", "workloads": []}}).to_string())
+        .unwrap();
+    let created = app(&sim, "checkout").unwrap()["metadata"]["resourceVersion"].clone();
+    workload(&mut sim, "checkout", "checkout", "2.0");
+    request(&mut sim, "checkout", "checkout", false);
+    sim.run_until_quiet();
+    assert!(
+        sim.get("KeptnAppCreationRequest", NS, "checkout").is_none(),
+        "handled at once"
+    );
+    sim.advance(60);
+    sim.run_until_quiet();
+    let a = app(&sim, "checkout").unwrap();
+    assert_eq!(a["spec"]["version"], "mine");
+    assert!(
+        a["metadata"].get("ownerReferences").is_none(),
+        "never adopted"
+    );
+    assert_eq!(
+        a["metadata"]["resourceVersion"],
+        app(&sim, "checkout").unwrap()["metadata"]["resourceVersion"]
+    );
+}
+
+#[test]
+fn two_apps_with_different_windows() {
+    let mut sim = sim();
+    workload(&mut sim, "alpha-api", "alpha", "1");
+    workload(&mut sim, "beta", "beta", "3");
+    request(&mut sim, "alpha", "alpha", false);
+    request(&mut sim, "beta", "beta", true);
+    sim.run_until_quiet();
+    assert!(app(&sim, "beta").is_some(), "single-service at once");
+    assert!(app(&sim, "alpha").is_none(), "multi-service waits");
+    sim.advance(31);
+    sim.run_until_quiet();
+    assert!(app(&sim, "alpha").is_some());
+    let status = &sim.get("AppDiscovery", NS, "discovery").unwrap()["status"];
+    assert_eq!(
+        status["apps"],
+        json!({"alpha": {"version": "1", "workloads": 1}, "beta": {"version": "3", "workloads": 1}})
+    );
+    assert_eq!(status["pendingRequests"], json!([]));
+    assert_eq!(status["conditions"][0]["reason"], "Synced");
+}
