@@ -7,7 +7,7 @@ VENV ?= target/venv
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: build run test lint fmt demo bench manifests-check clean
+.PHONY: build run test e2e lint fmt demo bench manifests-check clean
 
 build:
 	$(CARGO) build --release
@@ -21,6 +21,10 @@ test:
 	@mkdir -p target
 	$(CARGO) test --workspace --all-targets 2>&1 | tee target/test.log
 	@awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: %d passed, %d failed\n", p, f }' target/test.log
+
+## The simulator's own tests and the end-to-end scenarios (real server on a loopback port).
+e2e:
+	$(CARGO) test --test simulator --test e2e_delete_graph --test e2e_app_discovery --test e2e_cert_rotation
 
 lint:
 	$(CARGO) fmt --all -- --check
