@@ -29,7 +29,14 @@ pub struct AppDiscoverySpec {
     pub timeout_seconds: Value,
 }
 
-pub type AppDiscovery = Object<AppDiscoverySpec, Value>;
+/// Of the previous status only the conditions are read (for their transition times).
+#[derive(Debug, Default, Deserialize)]
+pub struct AppDiscoveryStatus {
+    #[serde(default)]
+    pub conditions: PreviousConditions,
+}
+
+pub type AppDiscovery = Object<AppDiscoverySpec, AppDiscoveryStatus>;
 
 /// A KACR or a KeptnApp: spec kept whole (it is re-emitted as observed).
 pub type KeptnObject = Object<Value>;
@@ -142,8 +149,7 @@ enum Outcome<'a> {
 pub fn sync(req: &SyncRequest, now: OffsetDateTime) -> SyncResponse {
     let parent = &req.parent;
     let namespace = parent.metadata.namespace.as_deref().unwrap_or("");
-    let previous =
-        PreviousConditions::from_value(parent.status.get("conditions").unwrap_or(&Value::Null));
+    let previous = &parent.status.conditions;
     let generation = parent.metadata.generation;
 
     let mut requests: Vec<&KeptnObject> = req.children.get(KACR_KEY).iter().collect();

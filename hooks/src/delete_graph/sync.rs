@@ -4,6 +4,7 @@ use super::graph::DeleteGraph;
 use super::spec::{validate, AddCondition, Workload};
 use crate::contract::{lenient_string, CompositeRequest, CompositeResponse, Object, ObjectMap};
 use crate::meta::{canonical_json, sha256_hex, Condition, PreviousConditions};
+use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -15,9 +16,21 @@ pub const LABEL_WORKLOAD: &str = "metahooks.dev/workload";
 pub const ANNOTATION_DEPENDENCIES: &str = "metahooks.dev/dependencies";
 const POD_KEY: &str = "Pod.v1";
 
-/// The WorkloadSet parent: spec and status are read as JSON because validation must describe
-/// (not reject) whatever shape they have.
-pub type WorkloadSet = Object<Value, Value>;
+/// The WorkloadSet parent: the spec is read as JSON because validation must describe (not
+/// reject) whatever shape it has.
+pub type WorkloadSet<'a> = Object<Value, WorkloadSetStatus<'a>>;
+
+/// The previous status: its conditions, and the parts a freeze copies back untouched.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadSetStatus<'a> {
+    #[serde(default)]
+    pub conditions: PreviousConditions,
+    #[serde(default, borrow)]
+    pub workloads: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub delete_graph: Option<&'a RawValue>,
+}
 
 #[derive(Debug, Default, Deserialize)]
 pub struct PodStatus {
@@ -25,10 +38,11 @@ pub struct PodStatus {
     pub phase: Option<String>,
 }
 
-/// An observed Pod: its spec is kept as raw JSON, to be returned untouched when the Pod is kept.
-pub type Pod = Object<Option<Box<RawValue>>, PodStatus>;
+/// An observed Pod: its spec is kept as raw JSON (borrowed from the request), to be returned
+/// untouched when the Pod is kept.
+pub type Pod<'a> = Object<Option<&'a RawValue>, PodStatus>;
 
-pub type SyncRequest = CompositeRequest<WorkloadSet, ObjectMap<Pod>>;
+pub type SyncRequest<'a> = CompositeRequest<WorkloadSet<'a>, ObjectMap<Pod<'a>>>;
 
 /// A child Pod in the response.
 #[derive(Debug, Serialize)]
@@ -73,15 +87,28 @@ pub struct Status<W, G> {
     pub conditions: Vec<Condition>,
 }
 
-/// The response of a sync in normal mode, and of a freeze (statuses copied as JSON).
+/// The response of a sync in normal mode, and of a freeze (statuses copied as they were).
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-pub enum SyncStatus {
+pub enum SyncStatus<'a> {
     Computed(Status<BTreeMap<String, WorkloadState>, DeleteGraph>),
-    Frozen(Status<Value, Value>),
+    Frozen(Status<Copied<'a>, Copied<'a>>),
 }
 
-pub type SyncResponse<'a> = CompositeResponse<SyncStatus, PodOut<'a>>;
+/// A part of the previous status copied back: the raw JSON when it was an object, else `{}`.
+#[derive(Debug)]
+pub struct Copied<'a>(Option<&'a RawValue>);
+
+impl Serialize for Copied<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0.filter(|raw| raw.get().trim_start().starts_with('{')) {
+            Some(raw) => raw.serialize(s),
+            None => s.serialize_map(Some(0))?.end(),
+        }
+    }
+}
+
+pub type SyncResponse<'a> = CompositeResponse<SyncStatus<'a>, PodOut<'a>>;
 
 type State = (&'static str, &'static str);
 const PENDING_STARTING: State = ("Pending", "Starting");
@@ -124,12 +151,13 @@ fn is_pending_or_running(state: State) -> bool {
 struct Desired<'a> {
     workload: &'a Workload<'a>,
     name: String,
-    rendered: Map<String, Value>,
+    /// The template with the mapped restart policy: an object.
+    rendered: Value,
 }
 
 fn render<'a>(set: &str, workload: &'a Workload<'a>) -> Desired<'a> {
-    let mut rendered = workload.template.clone();
-    let spec = rendered
+    let mut template = workload.template.clone();
+    let spec = template
         .entry("spec")
         .or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(spec) = spec {
@@ -138,7 +166,8 @@ fn render<'a>(set: &str, workload: &'a Workload<'a>) -> Desired<'a> {
             Value::String(workload.restart_policy.pod_value().into()),
         );
     }
-    let hash = sha256_hex(canonical_json(&Value::Object(rendered.clone())).as_bytes());
+    let rendered = Value::Object(template);
+    let hash = sha256_hex(canonical_json(&rendered).as_bytes());
     Desired {
         workload,
         name: format!("{set}-{}-{}", workload.name, &hash[..10]),
@@ -157,7 +186,8 @@ fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
 }
 
 impl Desired<'_> {
-    fn pod(&self, set: &str, namespace: &str) -> PodOut<'static> {
+    /// The Pod to create or keep; consumes the rendering (each is emitted at most once).
+    fn into_pod(mut self, set: &str, namespace: &str) -> PodOut<'static> {
         let metadata = self.rendered.get("metadata");
         let mut labels = string_map(metadata.and_then(|m| m.get("labels")));
         labels.insert(LABEL_SET.into(), set.into());
@@ -171,20 +201,18 @@ impl Desired<'_> {
             api_version: "v1",
             kind: "Pod",
             metadata: PodMeta {
-                name: self.name.clone(),
+                name: self.name,
                 namespace: namespace.into(),
                 labels,
                 annotations,
             },
-            spec: Some(PodSpec::Rendered(
-                self.rendered.get("spec").cloned().unwrap_or(Value::Null),
-            )),
+            spec: Some(PodSpec::Rendered(self.rendered["spec"].take())),
         }
     }
 }
 
 /// An observed Pod returned as it is: identity, labels, annotations and spec; nothing else.
-fn rebuilt<'a>(pod: &'a Pod, namespace: &str) -> PodOut<'a> {
+fn rebuilt<'a>(pod: &Pod<'a>, namespace: &str) -> PodOut<'a> {
     PodOut {
         api_version: "v1",
         kind: "Pod",
@@ -194,7 +222,7 @@ fn rebuilt<'a>(pod: &'a Pod, namespace: &str) -> PodOut<'a> {
             labels: pod.metadata.labels.clone(),
             annotations: pod.metadata.annotations.clone(),
         },
-        spec: pod.spec.as_deref().map(PodSpec::Observed),
+        spec: pod.spec.map(PodSpec::Observed),
     }
 }
 
@@ -215,7 +243,7 @@ fn annotated_running_dependencies(pod: &Pod) -> Vec<String> {
 
 /// Sync (`teardown == false`) or finalize (`teardown == true`) of one WorkloadSet.
 pub fn reconcile<'a>(
-    req: &'a SyncRequest,
+    req: &'a SyncRequest<'a>,
     teardown: bool,
     now: OffsetDateTime,
 ) -> SyncResponse<'a> {
@@ -223,9 +251,7 @@ pub fn reconcile<'a>(
     let set = parent.metadata.name.as_str();
     let namespace = parent.metadata.namespace.as_deref().unwrap_or("");
     let generation = parent.metadata.generation;
-    let previous_status = &parent.status;
-    let previous =
-        PreviousConditions::from_value(previous_status.get("conditions").unwrap_or(&Value::Null));
+    let previous = &parent.status.conditions;
     let validated = validate(&parent.spec, set);
     let valid = match &validated.invalid {
         None => previous.condition("Valid", true, "Valid", "", generation, now),
@@ -241,15 +267,17 @@ pub fn reconcile<'a>(
     let pods = req.children.get(POD_KEY);
 
     if validated.invalid.is_some() && !teardown {
-        return freeze(pods, namespace, previous_status, valid);
+        return freeze(pods, namespace, &parent.status, valid);
     }
     let workloads: &[Workload] = if teardown { &[] } else { &validated.workloads };
 
     // 1. Desired names, classification and states of the observed Pods.
-    let desired: HashMap<&str, Desired> =
+    let mut desired: HashMap<&str, Desired> =
         workloads.iter().map(|w| (w.name, render(set, w))).collect();
+    let names: HashSet<&str> = workloads.iter().map(|w| w.name).collect();
     let states: Vec<State> = pods.iter().map(observed_state).collect();
-    let workload_of = |pod: &'a Pod| pod.metadata.labels.get(LABEL_WORKLOAD).map(String::as_str);
+    let workload_of =
+        |pod: &'a Pod<'a>| pod.metadata.labels.get(LABEL_WORKLOAD).map(String::as_str);
     let mut pods_of: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut current_of: HashMap<&str, usize> = HashMap::new();
     let mut obsolete: Vec<usize> = Vec::new();
@@ -350,9 +378,10 @@ pub fn reconcile<'a>(
     // 4. Each spec workload: keep its current Pod, create it, or wait.
     let mut status: BTreeMap<String, WorkloadState> = BTreeMap::new();
     for w in workloads {
-        let d = &desired[w.name];
         let entry = if let Some(i) = live_current(w.name) {
-            children.push(d.pod(set, namespace));
+            if let Some(d) = desired.remove(w.name) {
+                children.push(d.into_pod(set, namespace));
+            }
             let (state, sub_state) = states[i];
             WorkloadState {
                 state,
@@ -367,7 +396,7 @@ pub fn reconcile<'a>(
                 .iter()
                 .filter(|(dep, cond)| !live_current(dep).is_some_and(|i| holds(*cond, states[i])))
                 .map(|(dep, cond)| {
-                    if desired.contains_key(dep) {
+                    if names.contains(dep) {
                         format!("{dep} ({})", cond.as_str())
                     } else {
                         format!("{dep} (not in this WorkloadSet)")
@@ -375,7 +404,9 @@ pub fn reconcile<'a>(
                 })
                 .collect();
             if unmet.is_empty() {
-                children.push(d.pod(set, namespace));
+                if let Some(d) = desired.remove(w.name) {
+                    children.push(d.into_pod(set, namespace));
+                }
                 WorkloadState {
                     state: PENDING_STARTING.0,
                     sub_state: PENDING_STARTING.1,
@@ -393,7 +424,7 @@ pub fn reconcile<'a>(
     }
     // Workloads that only live on as Pods.
     for (w, _) in pods_of.iter() {
-        if !desired.contains_key(w) {
+        if !names.contains(w) {
             status.insert((*w).to_owned(), stopping_state(w, &kept_for));
         }
     }
@@ -429,18 +460,11 @@ fn stopping_state(w: &str, kept_for: &HashMap<&str, Vec<&str>>) -> WorkloadState
 
 /// A bad spec: keep every non-terminating Pod, create nothing, keep the previous status (§6.1).
 fn freeze<'a>(
-    pods: &'a [Pod],
+    pods: &'a [Pod<'a>],
     namespace: &str,
-    previous_status: &Value,
+    previous: &WorkloadSetStatus<'a>,
     valid: Condition,
 ) -> SyncResponse<'a> {
-    let copied = |key: &str| {
-        previous_status
-            .get(key)
-            .filter(|v| v.is_object())
-            .cloned()
-            .unwrap_or_else(|| Value::Object(Map::new()))
-    };
     let mut children: Vec<PodOut> = pods
         .iter()
         .filter(|p| !p.metadata.is_terminating())
@@ -449,8 +473,8 @@ fn freeze<'a>(
     children.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     CompositeResponse {
         status: SyncStatus::Frozen(Status {
-            workloads: copied("workloads"),
-            delete_graph: copied("deleteGraph"),
+            workloads: Copied(previous.workloads),
+            delete_graph: Copied(previous.delete_graph),
             conditions: vec![valid],
         }),
         children,

@@ -1,0 +1,71 @@
+//! Criterion benches of the sync hooks (decode + hook + encode, the server's whole in-process
+//! cost) over generated requests of growing size, each beside its floor measured in the same run:
+//! serde_json parsing the same bytes into a `serde_json::Value` and serializing it back.
+//! `scripts/bench-report.py` prints the hook/floor ratios.
+
+mod requests;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use metahooks_hooks::registry::{find, HookContext};
+use std::hint::black_box;
+use std::time::Duration;
+
+fn floor(body: &[u8]) -> Vec<u8> {
+    let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+    serde_json::to_vec(&v).unwrap()
+}
+
+fn run_hook(id: &str, body: &[u8]) -> Vec<u8> {
+    let hook = find(id).unwrap();
+    let mut rng = rand_core::OsRng;
+    let mut ctx = HookContext {
+        now: requests::now(),
+        rng: &mut rng,
+    };
+    (hook.run)(body, &mut ctx).unwrap().body
+}
+
+fn bench_pairs(c: &mut Criterion, group: &str, hook: &str, cases: Vec<(usize, Vec<u8>)>) {
+    let mut g = c.benchmark_group(group);
+    g.warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(20);
+    for (n, body) in &cases {
+        g.throughput(Throughput::Bytes(body.len() as u64));
+        g.bench_with_input(BenchmarkId::new("hook", n), body, |b, body| {
+            b.iter(|| run_hook(hook, black_box(body)))
+        });
+        g.bench_with_input(BenchmarkId::new("floor", n), body, |b, body| {
+            b.iter(|| floor(black_box(body)))
+        });
+    }
+    g.finish();
+}
+
+fn app_discovery(c: &mut Criterion) {
+    let cases = [10, 100, 1000, 5000]
+        .map(|n| (n, requests::app_discovery_sync(n)))
+        .to_vec();
+    bench_pairs(c, "app-discovery-sync", "app-discovery/sync", cases);
+}
+
+fn delete_graph(c: &mut Criterion) {
+    let cases = [10, 100, 1000, 10000]
+        .map(|n| (n, requests::delete_graph_sync(n)))
+        .to_vec();
+    bench_pairs(c, "delete-graph-sync", "delete-graph/sync", cases);
+}
+
+fn cert_rotation(c: &mut Criterion) {
+    let reuse = [10, 100, 1000]
+        .map(|n| (n, requests::cert_rotation_sync(n, true)))
+        .to_vec();
+    bench_pairs(c, "cert-rotation-sync-reuse", "cert-rotation/sync", reuse);
+    let issue = [10, 100, 1000]
+        .map(|n| (n, requests::cert_rotation_sync(n, false)))
+        .to_vec();
+    bench_pairs(c, "cert-rotation-sync-issue", "cert-rotation/sync", issue);
+}
+
+criterion_group!(benches, app_discovery, delete_graph, cert_rotation);
+criterion_main!(benches);

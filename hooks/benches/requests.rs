@@ -1,0 +1,188 @@
+//! Generated requests of realistic shape: every object about 1.5 KB, with managedFields, owner
+//! references and status, as Metacontroller sends them from its informer cache.
+
+use metahooks_hooks::registry::{find, HookContext};
+use serde_json::{json, Value};
+
+pub fn now() -> time::OffsetDateTime {
+    time::macros::datetime!(2026-06-01 12:00:00 UTC)
+}
+
+/// The managedFields, labels and owner references that make an object about 1.5 KB.
+fn server_metadata(name: &str, ns: &str, kind: &str) -> Value {
+    json!({
+        "name": name, "namespace": ns, "uid": format!("9b1deb4d-3b7d-4bad-9bdd-{:012}", name.len()),
+        "resourceVersion": "184467", "generation": 3, "creationTimestamp": "2026-06-01T11:00:00Z",
+        "labels": {"app.kubernetes.io/part-of": "shop", "app.kubernetes.io/name": name, "team": "payments"},
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{name}-6d5f8c7b9"), "uid": "5f0c0c4e-0b3a-4d2c-9f0e-1a2b3c4d5e6f", "controller": true, "blockOwnerDeletion": true}],
+        "managedFields": [
+            {"manager": "keptn-lifecycle-operator", "operation": "Update", "apiVersion": "lifecycle.keptn.sh/v1", "time": "2026-06-01T11:00:00Z", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app.kubernetes.io/name": {}, "f:app.kubernetes.io/part-of": {}, "f:team": {}}, "f:ownerReferences": {".": {}, "k:{\"uid\":\"5f0c0c4e-0b3a-4d2c-9f0e-1a2b3c4d5e6f\"}": {}}},
+                          "f:spec": {".": {}, "f:app": {}, "f:resourceReference": {".": {}, "f:kind": {}, "f:name": {}, "f:uid": {}}, "f:version": {}, "f:workloadName": {}}}},
+            {"manager": kind, "operation": "Update", "apiVersion": "lifecycle.keptn.sh/v1", "time": "2026-06-01T11:00:05Z", "fieldsType": "FieldsV1", "subresource": "status",
+             "fieldsV1": {"f:status": {".": {}, "f:currentPhase": {}, "f:deploymentStatus": {}, "f:phaseTraceIDs": {".": {}, "f:WorkloadDeploy": {}}, "f:status": {}}}}
+        ]
+    })
+}
+
+fn keyed(objs: Vec<Value>) -> Value {
+    Value::Object(
+        objs.into_iter()
+            .map(|o| {
+                (
+                    format!(
+                        "{}/{}",
+                        o["metadata"]["namespace"].as_str().unwrap(),
+                        o["metadata"]["name"].as_str().unwrap()
+                    ),
+                    o,
+                )
+            })
+            .collect(),
+    )
+}
+
+/// An AppDiscovery namespace with `n` workloads in `n / 10` apps (at least one), a due
+/// single-service request and an existing managed app for each app.
+pub fn app_discovery_sync(n: usize) -> Vec<u8> {
+    let ns = "shop";
+    let apps = n.div_ceil(10);
+    let workloads: Vec<Value> = (0..n).map(|i| {
+        let name = format!("app-{}-workload-{i}", i % apps);
+        json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnWorkload", "metadata": server_metadata(&name, ns, "KeptnWorkload"),
+               "spec": {"app": format!("app-{}", i % apps), "version": format!("1.{}.0", i % 7), "workloadName": name,
+                        "resourceReference": {"kind": "ReplicaSet", "name": format!("{name}-6d5f8c7b9"), "uid": "5f0c0c4e-0b3a-4d2c-9f0e-1a2b3c4d5e6f"}},
+               "status": {"currentPhase": "Completed", "deploymentStatus": "Succeeded", "status": "Succeeded", "phaseTraceIDs": {"WorkloadDeploy": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}})
+    }).collect();
+    let app_objs: Vec<Value> = (0..apps).map(|a| {
+        let mut meta = server_metadata(&format!("app-{a}"), ns, "KeptnApp");
+        meta["labels"]["app.kubernetes.io/managed-by"] = json!("keptn");
+        json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnApp", "metadata": meta,
+               "spec": {"version": "0123456789", "revision": 1, "workloads": [{"name": "workload-0", "version": "1.0.0"}]}})
+    }).collect();
+    let requests: Vec<Value> = (0..apps).map(|a| {
+        let mut meta = server_metadata(&format!("app-{a}-request"), ns, "KeptnAppCreationRequest");
+        meta["annotations"] = json!({"keptn.sh/app-type": "single-service"});
+        json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnAppCreationRequest", "metadata": meta, "spec": {"appName": format!("app-{a}")}})
+    }).collect();
+    serde_json::to_vec(&json!({
+        "controller": {"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController", "metadata": {"name": "app-discovery"}, "spec": {"hooks": {"sync": {"version": "v2"}}}},
+        "parent": {"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery", "metadata": {"name": "discovery", "namespace": ns, "uid": "p", "generation": 1},
+                   "spec": {"selector": {"matchLabels": {"app.kubernetes.io/managed-by": "keptn"}}, "timeoutSeconds": 30}, "status": {}},
+        "children": {"KeptnAppCreationRequest.lifecycle.keptn.sh/v1": keyed(requests), "KeptnApp.lifecycle.keptn.sh/v1": keyed(app_objs.clone())},
+        "related": {"KeptnWorkload.lifecycle.keptn.sh/v1": keyed(workloads), "KeptnApp.lifecycle.keptn.sh/v1": keyed(app_objs)},
+        "finalizing": false
+    })).unwrap()
+}
+
+fn call(id: &str, body: &Value) -> Value {
+    let mut rng = rand_core::OsRng;
+    let mut ctx = HookContext {
+        now: now(),
+        rng: &mut rng,
+    };
+    let out = (find(id).unwrap().run)(&serde_json::to_vec(body).unwrap(), &mut ctx).unwrap();
+    serde_json::from_slice(&out.body).unwrap()
+}
+
+/// A WorkloadSet of `n` workloads, each needing the two before it, every Pod observed running.
+pub fn delete_graph_sync(n: usize) -> Vec<u8> {
+    let ns = "shop";
+    let workloads: serde_json::Map<String, Value> = (0..n).map(|i| {
+        let mut deps = serde_json::Map::new();
+        if i >= 1 { deps.insert(format!("w-{}", i - 1), json!("ADD_COND_RUNNING")); }
+        if i >= 2 { deps.insert(format!("w-{}", i - 2), json!("ADD_COND_SUCCEEDED")); }
+        (format!("w-{i}"), json!({"dependencies": deps, "restartPolicy": "ALWAYS",
+            "template": {"metadata": {"labels": {"app": format!("w-{i}")}},
+                         "spec": {"containers": [{"name": "main", "image": format!("registry.example.com/shop/w-{i}:1.4.2"),
+                                                  "env": [{"name": "LOG_LEVEL", "value": "info"}], "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}}]}}}))
+    }).collect();
+    let mut request = json!({
+        "controller": {"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController", "metadata": {"name": "delete-graph"}},
+        "parent": {"apiVersion": "metahooks.dev/v1alpha1", "kind": "WorkloadSet", "metadata": {"name": "shop", "namespace": ns, "uid": "p", "generation": 1},
+                   "spec": {"workloads": workloads}},
+        "children": {"Pod.v1": {}}, "related": {}, "finalizing": false
+    });
+    // The desired Pods, as the hook names them (dependencies are not part of the name, so one
+    // call without them creates every Pod), observed running.
+    let mut independent = request.clone();
+    for w in independent["parent"]["spec"]["workloads"]
+        .as_object_mut()
+        .unwrap()
+        .values_mut()
+    {
+        w["dependencies"] = json!({});
+    }
+    let desired = call("delete-graph/sync", &independent);
+    let spec_of = |name: &str| request["parent"]["spec"]["workloads"][name].clone();
+    let pods: Vec<Value> = desired["children"].as_array().unwrap().iter().map(|p| {
+        let mut pod = p.clone();
+        let name = pod["metadata"]["name"].as_str().unwrap().to_owned();
+        let workload = pod["metadata"]["labels"]["metahooks.dev/workload"].as_str().unwrap().to_owned();
+        let mut meta = server_metadata(&name, ns, "kubelet");
+        meta["labels"] = pod["metadata"]["labels"].clone();
+        meta["annotations"] = json!({"metahooks.dev/dependencies": spec_of(&workload)["dependencies"].to_string()});
+        pod["metadata"] = meta;
+        pod["spec"]["nodeName"] = json!("node-1");
+        pod["status"] = json!({"phase": "Running", "podIP": "10.0.0.1", "startTime": "2026-06-01T11:00:00Z"});
+        pod
+    }).collect();
+    request["children"]["Pod.v1"] = keyed(pods);
+    serde_json::to_vec(&request).unwrap()
+}
+
+/// A CertificateManager with two MRCs (one active, one passive) and `n` leaves; with `reuse`
+/// every leaf is observed valid (nothing to issue), else none is (all are issued).
+pub fn cert_rotation_sync(n: usize, reuse: bool) -> Vec<u8> {
+    let ns = "mesh";
+    let mut rng = rand_core::OsRng;
+    let ca = |name: &str, rng: &mut rand_core::OsRng| {
+        let pair = metahooks_hooks::pki::generate_ca(name, "cluster.local", now(), rng).unwrap();
+        use base64::Engine;
+        let b = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": server_metadata(&format!("{name}-ca"), ns, "metacontroller"), "type": "Opaque",
+               "data": {"ca.crt": b(&pair.cert_pem), "private.key": b(&pair.key_pem)}})
+    };
+    let mrc = |name: &str, role: &str| {
+        json!({"apiVersion": "config.openservicemesh.io/v1alpha2", "kind": "MeshRootCertificate",
+        "metadata": server_metadata(name, ns, "kubectl"),
+        "spec": {"role": role, "trustDomain": "cluster.local", "spiffeEnabled": false, "provider": {"tresor": {"ca": {"secretRef": {"name": format!("{name}-ca"), "namespace": ns}}}}}})
+    };
+    let certificates: Vec<Value> = (0..n).map(|i| json!({"secretName": format!("svc-{i}-tls"), "commonName": format!("svc-{i}.{ns}.cluster.local"), "dnsNames": [format!("svc-{i}.{ns}.svc")], "validity": "24h"})).collect();
+    let secrets = vec![ca("mrc-a", &mut rng), ca("mrc-b", &mut rng)];
+    let mut request = json!({
+        "controller": {"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController", "metadata": {"name": "cert-rotation"}},
+        "parent": {"apiVersion": "metahooks.dev/v1alpha1", "kind": "CertificateManager", "metadata": {"name": "mesh", "namespace": ns, "uid": "p", "generation": 1},
+                   "spec": {"trustBundle": {"configMapName": "mesh-ca-bundle"}, "certificates": certificates},
+                   "status": {"signingIssuer": "mrc-a", "validatingIssuer": "mrc-b"}},
+        "children": {"ConfigMap.v1": {}, "Secret.v1": {}},
+        "related": {"MeshRootCertificate.config.openservicemesh.io/v1alpha2": keyed(vec![mrc("mrc-a", "active"), mrc("mrc-b", "passive")]),
+                    "Secret.v1": keyed(secrets.clone())},
+        "finalizing": false
+    });
+    if reuse {
+        let issued = call("cert-rotation/sync", &request);
+        let mut leaves = Vec::new();
+        let mut cms = Vec::new();
+        for c in issued["children"].as_array().unwrap() {
+            let mut o = c.clone();
+            let name = o["metadata"]["name"].as_str().unwrap().to_owned();
+            let mut meta = server_metadata(&name, ns, "metacontroller");
+            meta["labels"] = o["metadata"]["labels"].clone();
+            meta["annotations"] = o["metadata"]
+                .get("annotations")
+                .cloned()
+                .unwrap_or(json!({}));
+            o["metadata"] = meta;
+            if o["kind"] == "Secret" {
+                leaves.push(o)
+            } else {
+                cms.push(o)
+            }
+        }
+        request["children"]["ConfigMap.v1"] = keyed(cms);
+        request["children"]["Secret.v1"] = keyed(leaves.clone());
+        request["related"]["Secret.v1"] = keyed(secrets.into_iter().chain(leaves).collect());
+    }
+    serde_json::to_vec(&request).unwrap()
+}
