@@ -65,6 +65,17 @@ pub struct ServeConfig {
     )]
     pub retry_after_seconds: u32,
 
+    /// File holding a token that Metacontroller sends as `Authorization: Bearer <token>`
+    /// (its webhook `authorization` setting). When set, sync, finalize and customize routes answer
+    /// 401 without it; admission and admin routes are not affected.
+    #[arg(long, env = "METAHOOKS_BEARER_TOKEN_FILE")]
+    pub bearer_token_file: Option<PathBuf>,
+
+    /// PEM CA bundle: when set, the HTTPS listener requires a client certificate signed by it
+    /// (the API server's webhook client certificate, or Metacontroller's clientTLS).
+    #[arg(long, env = "METAHOOKS_TLS_CLIENT_CA")]
+    pub tls_client_ca: Option<PathBuf>,
+
     /// After the first SIGTERM/SIGINT, time given to in-flight requests before exiting.
     #[arg(long, env = "METAHOOKS_DRAIN_TIMEOUT", default_value = "25s", value_parser = parse_duration)]
     pub drain_timeout: Duration,

@@ -20,6 +20,8 @@ pub enum ApiError {
     Timeout,
     /// 400: the body could not be read (client went away mid-body, bad chunking).
     BodyRead(String),
+    /// 401: the bearer token is missing or wrong.
+    Unauthorized,
     /// 404.
     NotFound,
     /// 405.
@@ -41,6 +43,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Overloaded { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Timeout => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
         }
@@ -58,6 +61,7 @@ impl ApiError {
             }
             ApiError::Overloaded { .. } => "too many requests in flight; retry later".into(),
             ApiError::Timeout => "the request took longer than the request timeout".into(),
+            ApiError::Unauthorized => "a valid Authorization: Bearer token is required".into(),
             ApiError::NotFound => "no such route; `metahooks list` shows the hooks".into(),
             ApiError::MethodNotAllowed => "hooks take POST with a JSON body".into(),
         }

@@ -26,6 +26,8 @@ pub struct Limits {
     pub request_timeout: Duration,
     pub max_in_flight: usize,
     pub retry_after_seconds: u32,
+    /// Token required on Metacontroller routes (`Authorization: Bearer <token>`), if any.
+    pub bearer_token: Option<String>,
 }
 
 impl From<&crate::config::ServeConfig> for Limits {
@@ -36,6 +38,7 @@ impl From<&crate::config::ServeConfig> for Limits {
             request_timeout: c.request_timeout,
             max_in_flight: c.max_in_flight,
             retry_after_seconds: c.retry_after_seconds,
+            bearer_token: None,
         }
     }
 }
@@ -163,6 +166,9 @@ async fn run_hook(
     req: Request,
 ) -> Result<Response, ApiError> {
     let limits = &state.limits;
+    if let (Some(token), false) = (&limits.bearer_token, hook.kind.is_admission()) {
+        check_bearer(&req, token)?;
+    }
     check_json_content_type(&req)?;
     let limit = if hook.kind.is_admission() {
         limits.admission_body
@@ -199,6 +205,23 @@ async fn run_hook(
         HeaderValue::from_static("application/json"),
     );
     Ok(response)
+}
+
+/// `Authorization: Bearer <token>`, compared in constant time.
+fn check_bearer(req: &Request, token: &str) -> Result<(), ApiError> {
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    let (a, b) = (presented.as_bytes(), token.as_bytes());
+    let differs = a.len() != b.len() || a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) != 0;
+    if differs {
+        Err(ApiError::Unauthorized)
+    } else {
+        Ok(())
+    }
 }
 
 /// `application/json`, with parameters, or any `application/*+json`.

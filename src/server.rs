@@ -49,7 +49,17 @@ pub async fn start(config: &ServeConfig) -> Result<RunningServer> {
 
 /// As [`start`], with hooks reading `now` from `clock` (tests drive a virtual clock this way).
 pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<RunningServer> {
-    let state = AppState::with_clock(Limits::from(config), clock);
+    let mut limits = Limits::from(config);
+    if let Some(path) = &config.bearer_token_file {
+        let token = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the bearer token file {}", path.display()))?;
+        let token = token.trim().to_owned();
+        if token.is_empty() {
+            anyhow::bail!("the bearer token file {} is empty", path.display());
+        }
+        limits.bearer_token = Some(token);
+    }
+    let state = AppState::with_clock(limits, clock);
     let app = router(state.clone());
 
     let http = TcpListener::bind(config.listen)
@@ -68,7 +78,10 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
             },
         };
         let resolver = Arc::new(ReloadingResolver::new(&source)?);
-        let acceptor = TlsAcceptor::from(Arc::new(server_config(resolver)?));
+        let acceptor = TlsAcceptor::from(Arc::new(server_config(
+            resolver,
+            config.tls_client_ca.as_deref(),
+        )?));
         let listener = TcpListener::bind(config.tls_listen)
             .await
             .with_context(|| format!("binding {}", config.tls_listen))?;

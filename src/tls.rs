@@ -123,14 +123,37 @@ fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey> {
     Ok(CertifiedKey::new(chain, signing_key))
 }
 
-/// rustls configuration of the HTTPS listener, with the ring provider and ALPN h2 + http/1.1.
-pub fn server_config(resolver: Arc<ReloadingResolver>) -> Result<ServerConfig> {
+/// rustls configuration of the HTTPS listener, with the ring provider and ALPN h2 + http/1.1;
+/// with `client_ca`, clients must present a certificate signed by one of its CAs.
+pub fn server_config(
+    resolver: Arc<ReloadingResolver>,
+    client_ca: Option<&Path>,
+) -> Result<ServerConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ServerConfig::builder_with_provider(provider)
+    let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| anyhow!("TLS protocol versions: {e}"))?
-        .with_no_client_auth()
-        .with_cert_resolver(resolver);
+        .map_err(|e| anyhow!("TLS protocol versions: {e}"))?;
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(path) => {
+            let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in CertificateDer::pem_slice_iter(&pem) {
+                let cert = cert.map_err(|e| anyhow!("{}: {e}", path.display()))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .map_err(|e| anyhow!("client CA {}: {e}", path.display()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder.with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)
 }

@@ -165,3 +165,33 @@ fn health_and_readiness() {
     assert_eq!(get(&server, "/healthz").status, 200);
     assert_eq!(get(&server, "/readyz").status, 200);
 }
+
+#[test]
+fn bearer_token_guards_metacontroller_routes_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3cret-token\n").unwrap();
+    let server = TestServer::start(&["--bearer-token-file", token.to_str().unwrap()]);
+    let body = fixture_body();
+    let reply = post(&server, HOOK, &body);
+    assert_eq!(reply.status, 401);
+    assert!(reply.json()["error"].as_str().unwrap().contains("Bearer"));
+    let with = |value: &str| {
+        let mut raw = format!(
+            "POST {HOOK} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nAuthorization: {value}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        raw.extend_from_slice(&body);
+        request(&server, &raw).status
+    };
+    assert_eq!(with("Bearer wrong"), 401);
+    assert_eq!(with("Bearer s3cret-token"), 200);
+    // Admission (the API server authenticates with client certificates) and admin routes are open.
+    let review = std::fs::read(common::fixture(
+        "delete-graph/validate-chain-allowed.request.json",
+    ))
+    .unwrap();
+    assert_eq!(post(&server, "/delete-graph/validate", &review).status, 200);
+    assert_eq!(get(&server, "/healthz").status, 200);
+}

@@ -62,21 +62,42 @@ impl ServerCertVerifier for AnyCertificate {
 
 /// Handshakes, GETs /readyz over TLS, returns the status and the certificate presented.
 fn https_get(addr: SocketAddr) -> (u16, Vec<u8>) {
+    try_https_get(addr, None).expect("HTTPS request")
+}
+
+/// As [`https_get`], optionally presenting a client certificate (PEM cert, PEM key); `Err` when
+/// the handshake or the exchange fails.
+fn try_https_get(addr: SocketAddr, client: Option<(&str, &str)>) -> Result<(u16, Vec<u8>), String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::PrivateKeyDer;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ClientConfig::builder_with_provider(provider.clone())
+    let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .unwrap()
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-        .with_no_client_auth();
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)));
+    let config = match client {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => builder
+            .with_client_auth_cert(
+                vec![CertificateDer::from_pem_slice(cert.as_bytes()).unwrap()],
+                PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+            )
+            .unwrap(),
+    };
     let conn = ClientConnection::new(Arc::new(config), "localhost".try_into().unwrap()).unwrap();
     let tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
     let mut tls = StreamOwned::new(conn, tcp);
     tls.write_all(b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let reply = read_reply(&mut tls);
+        .map_err(|e| e.to_string())?;
+    let mut head = [0u8; 1];
+    use std::io::Read;
+    tls.read_exact(&mut head).map_err(|e| e.to_string())?;
+    let reply = read_reply(&mut (&head[..]).chain(&mut tls));
     let cert = tls.conn.peer_certificates().unwrap()[0].to_vec();
-    (reply.status, cert)
+    Ok((reply.status, cert))
 }
 
 fn der_of(pem: &str) -> Vec<u8> {
@@ -141,4 +162,40 @@ fn certificate_files_are_reloaded_after_a_symlink_swap() {
     std::fs::write(dir.path().join("..2026_06_03_c/tls.key"), "garbage").unwrap();
     swap_data(dir.path(), "..2026_06_03_c");
     assert_eq!(https_get(addr), (200, der_of(&second)));
+}
+
+#[test]
+fn client_certificates_are_required_with_a_client_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    // A client CA and a client certificate it signs, plus one it does not.
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::from_params(&ca, &ca_key);
+    let client_key = rcgen::KeyPair::generate().unwrap();
+    let client = rcgen::CertificateParams::new(vec!["kube-apiserver".to_owned()]).unwrap();
+    let client_cert = client.signed_by(&client_key, &issuer).unwrap();
+    let (stranger_cert, stranger_key) =
+        metahooks::tls::self_signed(&["stranger".to_owned()]).unwrap();
+    std::fs::write(dir.path().join("client-ca.crt"), ca_cert.pem()).unwrap();
+
+    let ca_path = dir.path().join("client-ca.crt");
+    let server = TestServer::start(&[
+        "--tls-self-signed",
+        "--tls-client-ca",
+        ca_path.to_str().unwrap(),
+    ]);
+    let addr = server.https.unwrap();
+    let (status, _) = try_https_get(
+        addr,
+        Some((&client_cert.pem(), &client_key.serialize_pem())),
+    )
+    .unwrap();
+    assert_eq!(status, 200);
+    assert!(try_https_get(addr, None).is_err(), "no client certificate");
+    assert!(
+        try_https_get(addr, Some((&stranger_cert, &stranger_key))).is_err(),
+        "not signed by the client CA"
+    );
 }
