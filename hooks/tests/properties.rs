@@ -1,0 +1,319 @@
+//! Property tests over generated observed states: determinism (same request, same bytes),
+//! idempotence (the desired state fed back as the observed state changes nothing it should not),
+//! safety (no managed child omitted unless the spec says it must go), and for delete-graph that
+//! no dependency is released while a RUNNING-dependent is pending or running.
+
+use metahooks_hooks::registry::{find, HookContext};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+fn now() -> time::OffsetDateTime {
+    time::macros::datetime!(2026-06-01 12:00:00 UTC)
+}
+
+fn call(id: &str, body: &Value) -> (Vec<u8>, Value) {
+    let mut rng = rand_core::OsRng;
+    let mut ctx = HookContext {
+        now: now(),
+        rng: &mut rng,
+    };
+    let out = (find(id).unwrap().run)(&serde_json::to_vec(body).unwrap(), &mut ctx).unwrap();
+    let v = serde_json::from_slice(&out.body).unwrap();
+    (out.body, v)
+}
+
+fn names(children: &Value) -> BTreeSet<String> {
+    children
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+// ---- delete-graph ----
+
+const CONDS: [&str; 3] = ["ADD_COND_RUNNING", "ADD_COND_SUCCEEDED", "ADD_COND_FAILED"];
+const PHASES: [Option<&str>; 6] = [
+    None,
+    Some("Pending"),
+    Some("Running"),
+    Some("Succeeded"),
+    Some("Failed"),
+    Some("Unknown"),
+];
+
+#[derive(Debug, Clone)]
+struct Pod {
+    workload: usize,
+    current: bool,
+    phase: usize,
+    terminating: bool,
+}
+
+/// Workloads `w0..wn` depending only on lower indexes (acyclic), some of them removed from the
+/// spec, and Pods of any of them in any state.
+fn delete_graph_case() -> impl Strategy<Value = (Vec<Vec<(usize, usize)>>, Vec<bool>, Vec<Pod>)> {
+    (1usize..7).prop_flat_map(|n| {
+        let deps = (0..n)
+            .map(|i| proptest::collection::vec((0..i.max(1), 0..3usize), 0..=i.min(3)))
+            .collect::<Vec<_>>();
+        let in_spec = proptest::collection::vec(any::<bool>(), n);
+        let pods = proptest::collection::vec(
+            (0..n, any::<bool>(), 0..6usize, any::<bool>()).prop_map(
+                |(workload, current, phase, terminating)| Pod {
+                    workload,
+                    current,
+                    phase,
+                    terminating,
+                },
+            ),
+            0..8,
+        );
+        (deps, in_spec, pods)
+    })
+}
+
+fn workload_spec(i: usize, deps: &[(usize, usize)]) -> Value {
+    let d: serde_json::Map<String, Value> = deps
+        .iter()
+        .filter(|(d, _)| *d < i)
+        .map(|(d, c)| (format!("w{d}"), json!(CONDS[*c])))
+        .collect();
+    json!({"dependencies": d, "restartPolicy": "NEVER", "template": {"spec": {"containers": [{"name": "c", "image": format!("img-{i}")}]}}})
+}
+
+fn delete_graph_request(deps: &[Vec<(usize, usize)>], in_spec: &[bool], pods: &[Pod]) -> Value {
+    let workloads: serde_json::Map<String, Value> = (0..deps.len())
+        .filter(|i| in_spec[*i])
+        .map(|i| (format!("w{i}"), workload_spec(i, &deps[i])))
+        .collect();
+    let mut body = json!({"parent": {"metadata": {"name": "s", "namespace": "ns", "uid": "u", "generation": 1}, "spec": {"workloads": workloads}},
+                          "children": {"Pod.v1": {}}});
+    // Desired names, from the hook itself with every workload independent.
+    let mut independent = body.clone();
+    let all: serde_json::Map<String, Value> = (0..deps.len())
+        .map(|i| (format!("w{i}"), workload_spec(i, &[])))
+        .collect();
+    independent["parent"]["spec"]["workloads"] = Value::Object(all);
+    let (_, d) = call("delete-graph/sync", &independent);
+    let desired: BTreeMap<String, String> = d["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["metadata"]["labels"]["metahooks.dev/workload"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                c["metadata"]["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let mut seen = BTreeSet::new();
+    for (k, p) in pods.iter().enumerate() {
+        let w = format!("w{}", p.workload);
+        let name = if p.current {
+            desired[&w].clone()
+        } else {
+            format!("s-{w}-old{k}")
+        };
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let annotation = workload_spec(p.workload, &deps[p.workload])["dependencies"].to_string();
+        let mut pod = json!({"metadata": {"name": name, "namespace": "ns", "labels": {"metahooks.dev/workload": w},
+                                          "annotations": {"metahooks.dev/dependencies": annotation}},
+                             "spec": {"containers": []}});
+        if let Some(phase) = PHASES[p.phase] {
+            pod["status"] = json!({"phase": phase});
+        }
+        if p.terminating {
+            pod["metadata"]["deletionTimestamp"] = json!("2026-06-01T11:00:00Z");
+        }
+        body["children"]["Pod.v1"][name.clone()] = pod;
+    }
+    body
+}
+
+fn live(pod: &Value) -> bool {
+    pod["metadata"].get("deletionTimestamp").is_none()
+        && matches!(
+            pod["status"]["phase"].as_str(),
+            None | Some("Pending") | Some("Running")
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn delete_graph_properties((deps, in_spec, pods) in delete_graph_case()) {
+        let body = delete_graph_request(&deps, &in_spec, &pods);
+        let (bytes, resp) = call("delete-graph/sync", &body);
+        // Determinism.
+        prop_assert_eq!(&bytes, &call("delete-graph/sync", &body).0);
+        let kept = names(&resp["children"]);
+        let observed = body["children"]["Pod.v1"].as_object().unwrap();
+        for (name, pod) in observed {
+            let terminating = pod["metadata"].get("deletionTimestamp").is_some();
+            if terminating {
+                prop_assert!(!kept.contains(name), "terminating Pods are never returned");
+                continue;
+            }
+            if kept.contains(name) {
+                continue;
+            }
+            // Omitted: it must be obsolete, and no live Pod may need its workload running.
+            let w = pod["metadata"]["labels"]["metahooks.dev/workload"].as_str().unwrap();
+            let i: usize = w[1..].parse().unwrap();
+            prop_assert!(!in_spec[i] || name.contains("-old"), "a current Pod was omitted: {}", name);
+            for other in observed.values() {
+                let needs: Value = serde_json::from_str(other["metadata"]["annotations"]["metahooks.dev/dependencies"].as_str().unwrap()).unwrap();
+                prop_assert!(!(needs[w] == "ADD_COND_RUNNING" && live(other)),
+                    "{} released while {} needs it running", name, other["metadata"]["name"]);
+            }
+        }
+        // Idempotence: the response fed back (created Pods observed Pending, kept ones as they
+        // were) deletes none of the Pods it just created or kept for a spec workload.
+        let mut again = body.clone();
+        let mut next = serde_json::Map::new();
+        for c in resp["children"].as_array().unwrap() {
+            let name = c["metadata"]["name"].as_str().unwrap().to_owned();
+            let mut pod = observed.get(&name).cloned().unwrap_or_else(|| { let mut p = c.clone(); p["status"] = json!({"phase": "Pending"}); p });
+            pod["metadata"]["annotations"] = c["metadata"]["annotations"].clone();
+            next.insert(name, pod);
+        }
+        again["children"]["Pod.v1"] = Value::Object(next.clone());
+        let (_, resp2) = call("delete-graph/sync", &again);
+        let kept2 = names(&resp2["children"]);
+        for (name, pod) in &next {
+            let w = pod["metadata"]["labels"]["metahooks.dev/workload"].as_str().unwrap();
+            let current = in_spec[w[1..].parse::<usize>().unwrap()] && !name.contains("-old");
+            if current {
+                prop_assert!(kept2.contains(name), "{} created or kept, then dropped", name);
+            }
+        }
+    }
+}
+
+// ---- app-discovery ----
+
+#[derive(Debug, Clone)]
+struct Kacr {
+    app: usize,
+    malformed: bool,
+    single: bool,
+    age: i64,
+}
+
+fn app_discovery_case(
+) -> impl Strategy<Value = (Vec<Kacr>, Vec<(usize, usize, bool)>, Vec<bool>, Vec<bool>)> {
+    let kacrs = proptest::collection::vec(
+        (
+            0..3usize,
+            proptest::bool::weighted(0.2),
+            any::<bool>(),
+            0i64..60,
+        )
+            .prop_map(|(app, malformed, single, age)| Kacr {
+                app,
+                malformed,
+                single,
+                age,
+            }),
+        0..5,
+    );
+    // workloads: (app, version index, has version)
+    let workloads =
+        proptest::collection::vec((0..3usize, 0..3usize, proptest::bool::weighted(0.9)), 0..6);
+    let managed = proptest::collection::vec(any::<bool>(), 3);
+    let user_defined = proptest::collection::vec(proptest::bool::weighted(0.2), 3);
+    (kacrs, workloads, managed, user_defined)
+}
+
+fn app_discovery_request(
+    kacrs: &[Kacr],
+    workloads: &[(usize, usize, bool)],
+    managed: &[bool],
+    user: &[bool],
+) -> Value {
+    let mut children_kacr = serde_json::Map::new();
+    for (i, k) in kacrs.iter().enumerate() {
+        let created = now() - time::Duration::seconds(k.age);
+        let mut o = json!({"metadata": {"name": format!("k{i}"), "namespace": "ns", "creationTimestamp": metahooks_hooks::meta::rfc3339(created),
+                                        "labels": {"app.kubernetes.io/managed-by": "keptn"}, "annotations": {}},
+                           "spec": {"appName": format!("app{}", k.app)}});
+        if k.single {
+            o["metadata"]["annotations"]["keptn.sh/app-type"] = json!("single-service");
+        }
+        if k.malformed {
+            o["spec"] = json!({});
+        }
+        children_kacr.insert(format!("k{i}"), o);
+    }
+    let mut child_apps = serde_json::Map::new();
+    let mut related_apps = serde_json::Map::new();
+    for a in 0..3 {
+        if user[a] {
+            related_apps.insert(format!("app{a}"), json!({"metadata": {"name": format!("app{a}"), "namespace": "ns"}, "spec": {"version": "user"}}));
+        } else if managed[a] {
+            let app = json!({"metadata": {"name": format!("app{a}"), "namespace": "ns", "labels": {"app.kubernetes.io/managed-by": "keptn"}},
+                             "spec": {"version": "old", "revision": 2, "workloads": [{"name": "gone", "version": "0"}]}});
+            child_apps.insert(format!("app{a}"), app.clone());
+            related_apps.insert(format!("app{a}"), app);
+        }
+    }
+    let mut wl = serde_json::Map::new();
+    for (i, (app, v, has)) in workloads.iter().enumerate() {
+        let mut spec = json!({"app": format!("app{app}")});
+        if *has {
+            spec["version"] = json!(format!("1.{v}"));
+        }
+        wl.insert(format!("w{i}"), json!({"metadata": {"name": format!("app{app}-w{i}"), "namespace": "ns"}, "spec": spec}));
+    }
+    json!({"parent": {"metadata": {"name": "d", "namespace": "ns", "generation": 1}, "spec": {"timeoutSeconds": 30}},
+           "children": {"KeptnAppCreationRequest.lifecycle.keptn.sh/v1": children_kacr, "KeptnApp.lifecycle.keptn.sh/v1": child_apps},
+           "related": {"KeptnWorkload.lifecycle.keptn.sh/v1": wl, "KeptnApp.lifecycle.keptn.sh/v1": related_apps}})
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn app_discovery_properties((kacrs, workloads, managed, user) in app_discovery_case()) {
+        let body = app_discovery_request(&kacrs, &workloads, &managed, &user);
+        let (bytes, resp) = call("app-discovery/sync", &body);
+        prop_assert_eq!(&bytes, &call("app-discovery/sync", &body).0);
+        let out = names(&resp["children"]);
+        // Safety: every managed app survives; user-defined ones are never emitted.
+        for a in 0..3 {
+            let app = format!("app{a}");
+            if managed[a] && !user[a] { prop_assert!(out.contains(&app), "managed {} omitted", app); }
+            if user[a] { prop_assert!(!out.contains(&app), "user-defined {} emitted", app); }
+        }
+        // Malformed requests are always kept.
+        for (i, k) in kacrs.iter().enumerate() {
+            let name = format!("k{i}");
+            if k.malformed { prop_assert!(out.contains(&name), "malformed {} dropped", name); }
+        }
+        // Idempotence: the response fed back (apps and kept requests as observed) changes nothing
+        // but the requests handled, which are gone.
+        let mut again = body.clone();
+        let kacr_key = "KeptnAppCreationRequest.lifecycle.keptn.sh/v1";
+        let app_key = "KeptnApp.lifecycle.keptn.sh/v1";
+        let mut kept_kacrs = serde_json::Map::new();
+        let mut apps = serde_json::Map::new();
+        for c in resp["children"].as_array().unwrap() {
+            let name = c["metadata"]["name"].as_str().unwrap().to_owned();
+            if c["kind"] == "KeptnApp" { apps.insert(name, c.clone()); } else { kept_kacrs.insert(name.clone(), body["children"][kacr_key][&name].clone()); }
+        }
+        again["children"][kacr_key] = Value::Object(kept_kacrs);
+        again["children"][app_key] = Value::Object(apps.clone());
+        for (n, a) in &apps { again["related"][app_key][n] = a.clone(); }
+        let (_, resp2) = call("app-discovery/sync", &again);
+        prop_assert_eq!(&resp2["children"], &resp["children"]);
+    }
+}
