@@ -54,7 +54,10 @@ struct Pod {
 
 /// Workloads `w0..wn` depending only on lower indexes (acyclic), some of them removed from the
 /// spec, and Pods of any of them in any state.
-fn delete_graph_case() -> impl Strategy<Value = (Vec<Vec<(usize, usize)>>, Vec<bool>, Vec<Pod>)> {
+/// Per workload its (dependency, condition) pairs; which workloads are in the spec; the Pods.
+type DeleteGraphCase = (Vec<Vec<(usize, usize)>>, Vec<bool>, Vec<Pod>);
+
+fn delete_graph_case() -> impl Strategy<Value = DeleteGraphCase> {
     (1usize..7).prop_flat_map(|n| {
         let deps = (0..n)
             .map(|i| proptest::collection::vec((0..i.max(1), 0..3usize), 0..=i.min(3)))
@@ -209,8 +212,10 @@ struct Kacr {
     age: i64,
 }
 
-fn app_discovery_case(
-) -> impl Strategy<Value = (Vec<Kacr>, Vec<(usize, usize, bool)>, Vec<bool>, Vec<bool>)> {
+/// Requests; workloads as (app, version, has a version); apps managed; apps user-defined.
+type AppDiscoveryCase = (Vec<Kacr>, Vec<(usize, usize, bool)>, Vec<bool>, Vec<bool>);
+
+fn app_discovery_case() -> impl Strategy<Value = AppDiscoveryCase> {
     let kacrs = proptest::collection::vec(
         (
             0..3usize,
