@@ -7,7 +7,7 @@ VENV ?= target/venv
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: build run test e2e lint fmt demo bench manifests-check clean
+.PHONY: build run test e2e lint fmt demo bench bench-load manifests-check clean
 
 build:
 	$(CARGO) build --release
@@ -43,8 +43,16 @@ demo: build
 	  --data-binary @fixtures/delete-graph/sync-chain-database-running.request.json \
 	  http://$(LISTEN)/delete-graph/sync; echo
 
+## Criterion benches per hook beside their serde_json floor, then the hook/floor ratios.
 bench:
 	$(CARGO) bench --workspace
+	$(PYTHON) scripts/bench-report.py
+
+## Loopback load run against the release server and two floor servers (installs wrk).
+bench-load:
+	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk bc)
+	command -v bc >/dev/null || apt-get install -y -qq bc
+	scripts/bench-load.sh
 
 ## Render manifests/ and validate every object offline (Kubernetes schemas, our CRD schemas,
 ## routes and hook kinds against `metahooks list`). Needs kubectl (for kustomize) and python3.

@@ -123,7 +123,8 @@ pub fn canonical_json(value: &Value) -> String {
     out
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+/// Appends the canonical JSON of `value` to `out`.
+pub fn write_canonical(value: &Value, out: &mut String) {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
@@ -153,7 +154,8 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
-fn write_scalar(value: &Value, out: &mut String) {
+/// Appends a scalar (or a key, as a JSON string) to `out` as serde_json prints it.
+pub fn write_scalar(value: &Value, out: &mut String) {
     // Scalars have no keys to order; serde_json's own printer gives the required escaping.
     out.push_str(&value.to_string());
 }

@@ -3,7 +3,7 @@
 use super::graph::DeleteGraph;
 use super::spec::{validate, AddCondition, Workload};
 use crate::contract::{lenient_string, CompositeRequest, CompositeResponse, Object, ObjectMap};
-use crate::meta::{canonical_json, sha256_hex, Condition, PreviousConditions};
+use crate::meta::{sha256_hex, write_canonical, write_scalar, Condition, PreviousConditions};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -63,11 +63,35 @@ pub struct PodMeta {
     pub annotations: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
+/// A Pod's spec in the response: the template's, with the restart policy set; or as observed.
+#[derive(Debug)]
 pub enum PodSpec<'a> {
-    Rendered(Value),
+    Rendered {
+        spec: Option<&'a Map<String, Value>>,
+        restart_policy: &'static str,
+    },
     Observed(&'a RawValue),
+}
+
+impl Serialize for PodSpec<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            PodSpec::Observed(raw) => raw.serialize(s),
+            PodSpec::Rendered {
+                spec,
+                restart_policy,
+            } => {
+                let mut map = s.serialize_map(None)?;
+                for (k, v) in spec.iter().flat_map(|m| m.iter()) {
+                    if k != "restartPolicy" {
+                        map.serialize_entry(k, v)?;
+                    }
+                }
+                map.serialize_entry("restartPolicy", restart_policy)?;
+                map.end()
+            }
+        }
+    }
 }
 
 /// `{state, subState, message}` of one workload.
@@ -147,32 +171,78 @@ fn is_pending_or_running(state: State) -> bool {
     state == PENDING_STARTING || state == RUNNING_OK
 }
 
-/// The rendered template of a workload and the Pod name it yields (§3).
-struct Desired<'a> {
-    workload: &'a Workload<'a>,
+/// The rendered template of a workload (its template with the mapped restart policy, kept as a
+/// borrow plus the override rather than a copy) and the Pod name it yields (§3).
+struct Desired<'w, 'a> {
+    workload: &'w Workload<'a>,
     name: String,
-    /// The template with the mapped restart policy: an object.
-    rendered: Value,
 }
 
-fn render<'a>(set: &str, workload: &'a Workload<'a>) -> Desired<'a> {
-    let mut template = workload.template.clone();
-    let spec = template
-        .entry("spec")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(spec) = spec {
-        spec.insert(
-            "restartPolicy".into(),
-            Value::String(workload.restart_policy.pod_value().into()),
-        );
-    }
-    let rendered = Value::Object(template);
-    let hash = sha256_hex(canonical_json(&rendered).as_bytes());
+fn render<'w, 'a>(set: &str, workload: &'w Workload<'a>) -> Desired<'w, 'a> {
+    let hash = sha256_hex(canonical_rendered(workload).as_bytes());
     Desired {
         workload,
         name: format!("{set}-{}-{}", workload.name, &hash[..10]),
-        rendered,
     }
+}
+
+/// Canonical JSON of the rendered template R: the template with `spec.restartPolicy` set to the
+/// mapped policy, written without copying the template.
+fn canonical_rendered(workload: &Workload) -> String {
+    let policy = Value::String(workload.restart_policy.pod_value().to_owned());
+    let empty = Map::new();
+    let spec = workload
+        .template
+        .get("spec")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let mut spec_keys: Vec<&str> = spec
+        .keys()
+        .map(String::as_str)
+        .filter(|k| *k != "restartPolicy")
+        .collect();
+    spec_keys.push("restartPolicy");
+    spec_keys.sort_unstable();
+    let mut top: Vec<&str> = workload
+        .template
+        .keys()
+        .map(String::as_str)
+        .filter(|k| *k != "spec")
+        .collect();
+    top.push("spec");
+    top.sort_unstable();
+    let mut out = String::with_capacity(512);
+    out.push('{');
+    for (i, key) in top.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_scalar(&Value::String((*key).to_owned()), &mut out);
+        out.push(':');
+        if *key != "spec" {
+            write_canonical(&workload.template[*key], &mut out);
+            continue;
+        }
+        out.push('{');
+        for (j, k) in spec_keys.iter().enumerate() {
+            if j > 0 {
+                out.push(',');
+            }
+            write_scalar(&Value::String((*k).to_owned()), &mut out);
+            out.push(':');
+            write_canonical(
+                if *k == "restartPolicy" {
+                    &policy
+                } else {
+                    &spec[*k]
+                },
+                &mut out,
+            );
+        }
+        out.push('}');
+    }
+    out.push('}');
+    out
 }
 
 fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
@@ -185,10 +255,11 @@ fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-impl Desired<'_> {
-    /// The Pod to create or keep; consumes the rendering (each is emitted at most once).
-    fn into_pod(mut self, set: &str, namespace: &str) -> PodOut<'static> {
-        let metadata = self.rendered.get("metadata");
+impl<'a> Desired<'_, 'a> {
+    /// The Pod to create or keep.
+    fn into_pod(self, set: &str, namespace: &str) -> PodOut<'a> {
+        let template: &'a Map<String, Value> = self.workload.template;
+        let metadata = template.get("metadata");
         let mut labels = string_map(metadata.and_then(|m| m.get("labels")));
         labels.insert(LABEL_SET.into(), set.into());
         labels.insert(LABEL_WORKLOAD.into(), self.workload.name.into());
@@ -206,7 +277,10 @@ impl Desired<'_> {
                 labels,
                 annotations,
             },
-            spec: Some(PodSpec::Rendered(self.rendered["spec"].take())),
+            spec: Some(PodSpec::Rendered {
+                spec: template.get("spec").and_then(Value::as_object),
+                restart_policy: self.workload.restart_policy.pod_value(),
+            }),
         }
     }
 }

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Loopback load run (`make bench-load`): every sync route at about 25 KB, 200 KB and 1.7 MB,
+# against the release metahooks and two floors built in the same run: an echo server (reads the
+# body, fixed answer) and a naive JSON server (parses into serde_json::Value, writes `related`
+# back). Bounded: DURATION seconds per run on 127.0.0.1 only. Prints a markdown table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-32}
+OUT=target/load
+mkdir -p "$OUT"
+
+cargo build --release --quiet --bin metahooks --example floor_echo --example floor_json --example load_requests
+./target/release/examples/load_requests "$OUT" >&2
+
+cat > "$OUT/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = io.open(os.getenv("BODY"), "rb")
+wrk.body = f:read("*all")
+f:close()
+done = function(summary, latency, requests)
+  local errors = summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout
+  io.write(string.format("RESULT %.1f %.3f %.3f %d\n", summary.requests / (summary.duration / 1e6),
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000, errors))
+end
+LUA
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+# Start to ready, with a self-signed certificate made at start; then idle RSS.
+start=$(date +%s%N)
+RUST_LOG=warn ./target/release/metahooks serve --listen 127.0.0.1:8090 --tls-listen 127.0.0.1:8443 --tls-self-signed --max-in-flight 1024 &
+pids+=($!); server=$!
+until curl -sf http://127.0.0.1:8090/readyz >/dev/null; do sleep 0.002; done
+ready_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+sleep 1
+idle_kb=$(awk '/VmRSS/ {print $2}' /proc/$server/status)
+./target/release/examples/floor_echo 127.0.0.1:8091 & pids+=($!)
+./target/release/examples/floor_json 127.0.0.1:8092 & pids+=($!)
+sleep 0.5
+
+run() { # url body -> "rps p50 p99 errors"
+  BODY="$2" wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$OUT/post.lua" "$1" | awk '/^RESULT/ {print $2, $3, $4, $5}'
+}
+
+echo "| route | size | metahooks req/s | p50 ms | p99 ms | errors | echo req/s | naive JSON req/s | vs echo | vs naive |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+for route in app-discovery delete-graph cert-rotation; do
+  for size in 25k 200k 1700k; do
+    body="$OUT/$route-$size.json"
+    read -r m_rps m_p50 m_p99 m_err < <(run "http://127.0.0.1:8090/$route/sync" "$body")
+    read -r e_rps _ _ _ < <(run "http://127.0.0.1:8091/" "$body")
+    read -r n_rps _ _ _ < <(run "http://127.0.0.1:8092/" "$body")
+    printf "| %s/sync | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f |\n" "$route" "$size" "$m_rps" "$m_p50" "$m_p99" "$m_err" "$e_rps" "$n_rps" \
+      "$(echo "$m_rps / $e_rps" | bc -l)" "$(echo "$m_rps / $n_rps" | bc -l)"
+  done
+done
+peak_kb=$(awk '/VmHWM/ {print $2}' /proc/$server/status)
+echo
+echo "start to ready (self-signed TLS included): ${ready_ms} ms; idle RSS: $((idle_kb / 1024)) MiB; peak RSS under load: $((peak_kb / 1024)) MiB"
