@@ -7,7 +7,7 @@ VENV ?= target/venv
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: build run test e2e lint fmt demo bench bench-load manifests-check clean
+.PHONY: build run test e2e lint fmt demo bench bench-load fuzz manifests-check clean
 
 build:
 	$(CARGO) build --release
@@ -47,6 +47,10 @@ demo: build
 bench:
 	$(CARGO) bench --workspace
 	$(PYTHON) scripts/bench-report.py
+
+## Fuzz every hook entry point for FUZZ_SECONDS (default 60), seeded from fixtures/.
+fuzz:
+	scripts/fuzz.sh
 
 ## Loopback load run against the release server and two floor servers (installs wrk).
 bench-load:

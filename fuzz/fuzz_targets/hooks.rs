@@ -1,0 +1,44 @@
+//! Every hook entry point (request decoding included) on arbitrary bytes: the first byte picks
+//! the hook from the registry, the rest is the body. A hook may reject the body with a
+//! RequestError; it must never panic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use metahooks_hooks::{HookContext, HOOKS};
+
+/// A deterministic random source, so a crash reproduces from its input alone.
+struct Counter(u64);
+
+impl rand_core::RngCore for Counter {
+    fn next_u32(&mut self) -> u32 {
+        self.next_u64() as u32
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        for b in dest {
+            *b = self.next_u64() as u8;
+        }
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
+}
+
+impl rand_core::CryptoRng for Counter {}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((selector, body)) = data.split_first() else { return };
+    let hook = &HOOKS[usize::from(*selector) % HOOKS.len()];
+    let mut rng = Counter(7);
+    let mut ctx = HookContext {
+        now: time::OffsetDateTime::from_unix_timestamp(1_780_315_200).unwrap(),
+        rng: &mut rng,
+    };
+    if let Ok(out) = (hook.run)(body, &mut ctx) {
+        assert!(!out.body.is_empty(), "{}: an empty 200", hook.id);
+    }
+});
