@@ -7,7 +7,7 @@ VENV ?= target/venv
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: build run test e2e lint fmt demo bench bench-load fuzz manifests-check clean
+.PHONY: build run test soak e2e lint fmt demo bench bench-load fuzz manifests-check clean
 
 build:
 	$(CARGO) build --release
@@ -21,6 +21,10 @@ test:
 	@mkdir -p target
 	$(CARGO) test --workspace --all-targets 2>&1 | tee target/test.log
 	@awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: %d passed, %d failed\n", p, f }' target/test.log
+
+## Bounded load and fault tests at full length (60 s, 256 connections).
+soak:
+	SOAK_SECONDS=60 SOAK_CONNECTIONS=256 $(CARGO) test --release --test soak -- --nocapture --test-threads 1
 
 ## The simulator's own tests and the end-to-end scenarios (real server on a loopback port).
 e2e:

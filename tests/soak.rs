@@ -1,0 +1,190 @@
+//! Bounded load and fault tests on loopback. `make soak` runs them at full length
+//! (SOAK_SECONDS=60, 256 connections); CI runs the same tests for a few seconds.
+//! Each checks: zero 5xx, zero wrong answers, and what the fault must not break.
+
+mod common;
+
+use common::{post_head, read_reply, TestServer};
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn seconds() -> u64 {
+    std::env::var("SOAK_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3)
+}
+
+fn connections() -> usize {
+    std::env::var("SOAK_CONNECTIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(64)
+}
+
+/// The requests of the mix: (route, body, expected status, expected children count).
+fn mix() -> Vec<(&'static str, Vec<u8>, u16, Option<usize>)> {
+    let f = |p: &str| std::fs::read(common::fixture(p)).unwrap();
+    vec![
+        (
+            "/delete-graph/sync",
+            f("delete-graph/sync-chain-all-running.request.json"),
+            200,
+            Some(3),
+        ),
+        (
+            "/app-discovery/sync",
+            f("app-discovery/sync-multi-service-due-creates-app.request.json"),
+            200,
+            Some(1),
+        ),
+        (
+            "/delete-graph/validate",
+            f("delete-graph/validate-cycle-denied.request.json"),
+            200,
+            None,
+        ),
+        ("/delete-graph/sync", b"{\"parent\": 3}".to_vec(), 400, None),
+        ("/app-discovery/sync", b"not json".to_vec(), 400, None),
+        ("/nowhere", b"{}".to_vec(), 404, None),
+    ]
+}
+
+fn send(addr: SocketAddr, route: &str, body: &[u8]) -> std::io::Result<common::Reply> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(20)))?;
+    let mut raw = post_head(route, "application/json", body.len()).into_bytes();
+    raw.extend_from_slice(body);
+    s.write_all(&raw)?;
+    Ok(read_reply(&mut s))
+}
+
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+        .unwrap_or(0)
+}
+
+struct Load {
+    ok: AtomicU64,
+    wrong: AtomicU64,
+    latencies: std::sync::Mutex<Vec<u32>>,
+}
+
+/// `n` client threads sending the mix until `stop`; returns the counters.
+fn load(
+    addr: SocketAddr,
+    n: usize,
+    stop: Arc<AtomicBool>,
+) -> (Arc<Load>, Vec<std::thread::JoinHandle<()>>) {
+    let state = Arc::new(Load {
+        ok: AtomicU64::new(0),
+        wrong: AtomicU64::new(0),
+        latencies: Default::default(),
+    });
+    let requests = Arc::new(mix());
+    let handles = (0..n)
+        .map(|t| {
+            let (state, stop, requests) = (state.clone(), stop.clone(), requests.clone());
+            std::thread::spawn(move || {
+                let mut i = t;
+                while !stop.load(Ordering::Relaxed) {
+                    let (route, body, status, children) = &requests[i % requests.len()];
+                    i += 1;
+                    let start = Instant::now();
+                    match send(addr, route, body) {
+                        Ok(reply) => {
+                            let right = reply.status == *status
+                                && !reply.body.is_empty()
+                                && children.is_none_or(|c| {
+                                    reply.json()["children"].as_array().map(Vec::len) == Some(c)
+                                });
+                            if right { &state.ok } else { &state.wrong }
+                                .fetch_add(1, Ordering::Relaxed);
+                            state
+                                .latencies
+                                .lock()
+                                .unwrap()
+                                .push(start.elapsed().as_micros() as u32);
+                        }
+                        Err(_) => {
+                            state.wrong.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    (state, handles)
+}
+
+fn p99(latencies: &mut [u32]) -> u32 {
+    latencies.sort_unstable();
+    latencies
+        .get(latencies.len() * 99 / 100)
+        .copied()
+        .unwrap_or(0)
+}
+
+#[test]
+fn mixed_load_has_no_5xx_no_wrong_answer_and_stable_memory() {
+    let server = TestServer::start(&["--max-in-flight", "4096"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (state, handles) = load(server.http, connections(), stop.clone());
+    let total = seconds().max(3);
+    std::thread::sleep(Duration::from_secs(total / 3));
+    let warm = rss_kb();
+    std::thread::sleep(Duration::from_secs(total - total / 3));
+    let end = rss_kb();
+    stop.store(true, Ordering::Relaxed);
+    handles.into_iter().for_each(|h| h.join().unwrap());
+    let ok = state.ok.load(Ordering::Relaxed);
+    let wrong = state.wrong.load(Ordering::Relaxed);
+    eprintln!(
+        "soak: {ok} right answers, {wrong} wrong, RSS {warm} kB after warm-up, {end} kB at the end"
+    );
+    assert!(ok > 100, "load ran");
+    assert_eq!(wrong, 0, "every answer right, none 5xx");
+    assert!(
+        end <= warm + warm / 4 + 8 * 1024,
+        "RSS grew from {warm} kB to {end} kB"
+    );
+}
+
+#[test]
+fn slow_header_connections_do_not_starve_normal_traffic() {
+    let server = TestServer::start(&["--header-read-timeout", "30s", "--max-in-flight", "4096"]);
+    let measure = |label: &str| {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (state, handles) = load(server.http, 8, stop.clone());
+        std::thread::sleep(Duration::from_secs(seconds().clamp(2, 10)));
+        stop.store(true, Ordering::Relaxed);
+        handles.into_iter().for_each(|h| h.join().unwrap());
+        assert_eq!(state.wrong.load(Ordering::Relaxed), 0, "{label}");
+        let mut latencies = state.latencies.lock().unwrap().clone();
+        p99(&mut latencies)
+    };
+    let quiet = measure("quiet");
+    // 500 connections that send half a request head and then nothing.
+    let slow: Vec<TcpStream> = (0..500)
+        .map(|_| {
+            let mut s = TcpStream::connect(server.http).unwrap();
+            s.write_all(b"POST /delete-graph/sync HTTP/1.1\r\nHost: x\r\nContent-")
+                .unwrap();
+            s
+        })
+        .collect();
+    let loaded = measure("with 500 slow-header connections");
+    drop(slow);
+    eprintln!("p99 quiet {quiet} µs, with 500 slow-header connections {loaded} µs");
+    assert!(
+        loaded <= quiet * 2 + 2_000,
+        "p99 went from {quiet} µs to {loaded} µs"
+    );
+}
