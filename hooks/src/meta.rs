@@ -77,15 +77,6 @@ impl PreviousConditions {
             message: message.into(),
         }
     }
-
-    /// The `lastTransitionTime` of the previous condition of this type with this status.
-    pub fn transition_time(&self, type_: &str, status: bool) -> Option<&str> {
-        let status = if status { "True" } else { "False" };
-        self.0
-            .iter()
-            .find(|(t, s, _)| t == type_ && s == status)
-            .map(|(_, _, ltt)| ltt.as_str())
-    }
 }
 
 /// RFC 3339 in UTC with whole seconds and `Z`, as Kubernetes writes timestamps.
@@ -196,10 +187,12 @@ mod tests {
 
     #[test]
     fn previous_conditions_tolerate_garbage() {
-        let prev: PreviousConditions = serde_json::from_str(r#""not a list""#).unwrap();
-        assert!(prev.transition_time("Ready", true).is_none());
-        let prev: PreviousConditions = serde_json::from_str(r#"[1, {"type": 2}]"#).unwrap();
-        assert!(prev.transition_time("Ready", true).is_none());
+        let now = time::macros::datetime!(2026-02-02 10:00:00 UTC);
+        for garbage in [r#""not a list""#, r#"[1, {"type": 2}]"#] {
+            let prev: PreviousConditions = serde_json::from_str(garbage).unwrap();
+            let c = prev.condition("Ready", true, "Synced", "", None, now);
+            assert_eq!(c.last_transition_time, "2026-02-02T10:00:00Z");
+        }
     }
 
     #[test]

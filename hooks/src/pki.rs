@@ -196,9 +196,21 @@ impl Ca {
     pub fn inspect_leaf(&self, tls_crt: &[u8], tls_key: &[u8]) -> Option<LeafFacts> {
         let der = first_certificate(tls_crt)?;
         let leaf = parse(&der)?;
-        let key = private_key(tls_key, "tls.key").ok()?;
-        if key.public_key_raw() != leaf.public_key().subject_public_key.data.as_ref() {
-            return None;
+        let leaf_public = leaf.public_key().subject_public_key.data.as_ref();
+        let key_der = pem_blocks(tls_key)
+            .find(|p| p.label == "PRIVATE KEY")?
+            .contents;
+        // The leaves we issue embed their public key in the PKCS#8 document: comparing it
+        // avoids a scalar multiplication per leaf on every sync. Other keys are fully parsed.
+        match embedded_ec_public_key(&key_der) {
+            Some(public) if public == leaf_public => {}
+            Some(_) => return None,
+            None => {
+                let key = KeyPair::try_from(key_der.as_slice()).ok()?;
+                if key.public_key_raw() != leaf_public {
+                    return None;
+                }
+            }
         }
         let ca = parse(&self.der)?;
         let signed_by_ca = leaf.issuer().as_raw() == ca.subject().as_raw()
@@ -232,6 +244,64 @@ impl Ca {
             signed_by_ca,
         })
     }
+}
+
+/// One DER element: (tag, content, rest). Definite lengths only, as DER requires.
+fn der_element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&tag, rest) = input.split_first()?;
+    let (&first, rest) = rest.split_first()?;
+    let (len, rest) = if first < 0x80 {
+        (usize::from(first), rest)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 || rest.len() < n {
+            return None;
+        }
+        let len = rest[..n]
+            .iter()
+            .fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
+        (len, &rest[n..])
+    };
+    (rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
+}
+
+/// The public key an EC PKCS#8 private key carries (`ECPrivateKey.publicKey`), if any.
+fn embedded_ec_public_key(pkcs8: &[u8]) -> Option<&[u8]> {
+    const SEQUENCE: u8 = 0x30;
+    const INTEGER: u8 = 0x02;
+    const OCTET_STRING: u8 = 0x04;
+    const BIT_STRING: u8 = 0x03;
+    const EC_PUBLIC_KEY_OID: &[u8] = &[0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
+    let (SEQUENCE, info, _) = der_element(pkcs8)? else {
+        return None;
+    };
+    let (INTEGER, _, rest) = der_element(info)? else {
+        return None;
+    };
+    let (SEQUENCE, algorithm, rest) = der_element(rest)? else {
+        return None;
+    };
+    if !algorithm.starts_with(EC_PUBLIC_KEY_OID) {
+        return None;
+    }
+    let (OCTET_STRING, ec_key, _) = der_element(rest)? else {
+        return None;
+    };
+    let (SEQUENCE, mut fields, _) = der_element(ec_key)? else {
+        return None;
+    };
+    while !fields.is_empty() {
+        let (tag, content, rest) = der_element(fields)?;
+        if tag == 0xa1 {
+            let (BIT_STRING, bits, _) = der_element(content)? else {
+                return None;
+            };
+            let (&unused, point) = bits.split_first()?;
+            return (unused == 0).then_some(point);
+        }
+        fields = rest;
+    }
+    None
 }
 
 /// A self-signed CA for a MeshRootCertificate (cert-rotation.md §4.1): ECDSA P-256, CN = the
@@ -415,6 +485,38 @@ mod tests {
             PkiError::NotCa("ca.crt")
         );
         assert!(!format!("{:?}", ca).contains("PRIVATE"));
+    }
+
+    #[test]
+    fn mismatched_or_broken_leaf_keys_are_not_kept() {
+        let a = generate_ca("a", "td", NOW, &mut rng()).unwrap();
+        let ca =
+            Ca::from_secret(Some(a.cert_pem.as_bytes()), Some(a.key_pem.as_bytes()), NOW).unwrap();
+        let req = LeafRequest {
+            common_name: "x",
+            dns_names: &[],
+            uri: None,
+            validity: Duration::hours(1),
+        };
+        let one = ca.issue(&req, NOW, &mut rng()).unwrap();
+        let two = ca.issue(&req, NOW, &mut rng()).unwrap();
+        assert!(ca
+            .inspect_leaf(one.cert_pem.as_bytes(), one.key_pem.as_bytes())
+            .is_some());
+        assert!(
+            ca.inspect_leaf(one.cert_pem.as_bytes(), two.key_pem.as_bytes())
+                .is_none(),
+            "another key"
+        );
+        assert!(ca.inspect_leaf(one.cert_pem.as_bytes(), b"junk").is_none());
+        // The keys we issue carry their public key; a document without one is not misread.
+        let der = x509_parser::pem::Pem::iter_from_buffer(one.key_pem.as_bytes())
+            .next()
+            .unwrap()
+            .unwrap()
+            .contents;
+        assert!(embedded_ec_public_key(&der).is_some());
+        assert!(embedded_ec_public_key(b"\x30\x03\x02\x01\x00").is_none());
     }
 
     #[test]

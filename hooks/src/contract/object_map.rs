@@ -28,16 +28,6 @@ impl<T> ObjectMap<T> {
         self.groups.get(type_key).map_or(&[], Vec::as_slice)
     }
 
-    /// Takes the objects of one type key out of the map.
-    pub fn take(&mut self, type_key: &str) -> Vec<T> {
-        self.groups.remove(type_key).unwrap_or_default()
-    }
-
-    /// Type keys present in the request, sorted.
-    pub fn type_keys(&self) -> impl Iterator<Item = &str> {
-        self.groups.keys().map(String::as_str)
-    }
-
     pub fn len(&self) -> usize {
         self.groups.values().map(Vec::len).sum()
     }
