@@ -7,6 +7,9 @@ use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::{OffsetDateTime, UtcOffset};
 
+/// The Kubernetes recommended label naming who manages an object.
+pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+
 /// A metav1.Condition, in the field order the API server uses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -2,7 +2,7 @@
 //! function, metrics and logs label requests with the id, and the manifests are checked against it.
 //! Adding a hook is one line here plus its module.
 
-use crate::contract::{encode, ObjectMeta};
+use crate::contract::{encode, AdmissionRequest, ObjectMeta};
 use crate::RequestError;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate};
 use rand_core::CryptoRngCore;
@@ -42,6 +42,16 @@ pub struct Subject {
 }
 
 impl Subject {
+    /// The object under admission, with the admission request's uid.
+    pub fn admission<O>(req: &AdmissionRequest<O>) -> Self {
+        Subject {
+            kind: req.kind.kind.clone(),
+            namespace: req.namespace.clone().unwrap_or_default(),
+            name: req.name.clone().unwrap_or_default(),
+            uid: req.uid.clone(),
+        }
+    }
+
     pub fn object(kind: &str, meta: &ObjectMeta) -> Self {
         Subject {
             kind: kind.to_owned(),

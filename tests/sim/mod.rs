@@ -938,23 +938,14 @@ impl Sim {
         let matches = spec
             .pointer("/parentResource/labelSelector")
             .is_none_or(|s| selector_matches(s, &parent["metadata"]["labels"]));
-        let has_finalizer = |p: &Value| {
-            p["metadata"]["finalizers"]
-                .as_array()
-                .is_some_and(|f| f.contains(&json!(finalizer)))
-        };
+        let has_finalizer = |p: &Value| has_finalizer(p, &finalizer);
         if !matches && !has_finalizer(&parent) {
             return;
         }
         let deleting = parent["metadata"].get("deletionTimestamp").is_some();
         let has_finalize_hook = spec.pointer("/hooks/finalize").is_some();
         if has_finalize_hook && !deleting && matches && !has_finalizer(&parent) {
-            let mut list = parent["metadata"]["finalizers"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            list.push(json!(finalizer));
-            parent["metadata"]["finalizers"] = json!(list);
+            set_finalizer(&mut parent, &finalizer, true);
             self.store.replace(parent.clone());
             parent = self.store.get(key).cloned().unwrap();
         }
@@ -1043,14 +1034,7 @@ impl Sim {
         }
         if finalizing && resp["finalized"] == json!(true) {
             let mut p = self.store.get(key).cloned().unwrap();
-            let list: Vec<Value> = p["metadata"]["finalizers"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|f| f != &json!(finalizer))
-                .collect();
-            p["metadata"]["finalizers"] = json!(list);
+            set_finalizer(&mut p, &finalizer, false);
             self.store.replace(p);
             self.store.finish_if_released(key, self.now());
         }
@@ -1206,23 +1190,14 @@ impl Sim {
                 && r.get("labelSelector")
                     .is_none_or(|s| selector_matches(s, &target["metadata"]["labels"]))
         });
-        let has_finalizer = |p: &Value| {
-            p["metadata"]["finalizers"]
-                .as_array()
-                .is_some_and(|f| f.contains(&json!(finalizer)))
-        };
+        let has_finalizer = |p: &Value| has_finalizer(p, &finalizer);
         if !matches && !has_finalizer(&target) {
             return;
         }
         let deleting = target["metadata"].get("deletionTimestamp").is_some();
         let has_finalize_hook = spec.pointer("/hooks/finalize").is_some();
         if has_finalize_hook && !deleting && matches && !has_finalizer(&target) {
-            let mut list = target["metadata"]["finalizers"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            list.push(json!(finalizer));
-            target["metadata"]["finalizers"] = json!(list);
+            set_finalizer(&mut target, &finalizer, true);
             self.store.replace(target.clone());
             target = self.store.get(key).cloned().unwrap();
         }
@@ -1295,14 +1270,7 @@ impl Sim {
             t["status"] = s.clone();
         }
         if finalizing && resp["finalized"] == json!(true) {
-            let list: Vec<Value> = t["metadata"]["finalizers"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|f| f != &json!(finalizer))
-                .collect();
-            t["metadata"]["finalizers"] = json!(list);
+            set_finalizer(&mut t, &finalizer, false);
         }
         self.store.replace(t);
         self.store.finish_if_released(key, self.now());
@@ -1323,6 +1291,27 @@ impl Sim {
         }
         self.manage(&observed, &desired, &types, &target, Some(&name));
     }
+}
+
+fn has_finalizer(obj: &Value, finalizer: &str) -> bool {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| f.iter().any(|x| x == finalizer))
+}
+
+/// Adds (`present`) or removes a finalizer.
+fn set_finalizer(obj: &mut Value, finalizer: &str, present: bool) {
+    let mut list: Vec<Value> = obj["metadata"]["finalizers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|f| f != finalizer)
+        .collect();
+    if present {
+        list.push(json!(finalizer));
+    }
+    obj["metadata"]["finalizers"] = json!(list);
 }
 
 fn owner_ref(owner: &Value) -> Value {

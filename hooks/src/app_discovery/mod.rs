@@ -57,12 +57,7 @@ pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, Reque
 pub fn mutate_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     let review: AdmissionReview<Value> = decode(body)?;
     let req = &review.request;
-    let subject = Subject {
-        kind: req.kind.kind.clone(),
-        namespace: req.namespace.clone().unwrap_or_default(),
-        name: req.name.clone().unwrap_or_default(),
-        uid: req.uid.clone(),
-    };
+    let subject = Subject::admission(req);
     let applies = req.operation == "CREATE"
         && req.kind.group == "lifecycle.keptn.sh"
         && req.kind.kind == "KeptnAppCreationRequest";

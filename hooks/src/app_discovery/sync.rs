@@ -15,7 +15,7 @@ pub const KEPTN_API: &str = "lifecycle.keptn.sh/v1";
 pub const KACR_KEY: &str = "KeptnAppCreationRequest.lifecycle.keptn.sh/v1";
 pub const APP_KEY: &str = "KeptnApp.lifecycle.keptn.sh/v1";
 pub const WORKLOAD_KEY: &str = "KeptnWorkload.lifecycle.keptn.sh/v1";
-pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub use crate::meta::LABEL_MANAGED_BY as MANAGED_BY;
 pub const APP_TYPE: &str = "keptn.sh/app-type";
 const METACONTROLLER_PREFIX: &str = "metacontroller.k8s.io/";
 const DEFAULT_TIMEOUT: u64 = 30;

@@ -38,12 +38,7 @@ pub fn finalize_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, R
 pub fn validate_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     let review: AdmissionReview<Value> = decode(body)?;
     let req = &review.request;
-    let subject = Subject {
-        kind: req.kind.kind.clone(),
-        namespace: req.namespace.clone().unwrap_or_default(),
-        name: req.name.clone().unwrap_or_default(),
-        uid: req.uid.clone(),
-    };
+    let subject = Subject::admission(req);
     let response = admit(
         req.operation.as_str(),
         req.object.as_ref(),

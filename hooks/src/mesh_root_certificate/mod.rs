@@ -52,23 +52,14 @@ pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, Reque
 pub fn validate_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     let review: crate::contract::AdmissionReview<serde_json::Value> = decode(body)?;
     let response = admission::validate(&review.request);
-    HookOutput::json(admission_subject(&review.request), &response.into_review())
+    HookOutput::json(Subject::admission(&review.request), &response.into_review())
 }
 
 /// `POST /mesh-root-certificate/mutate`.
 pub fn mutate_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     let review: crate::contract::AdmissionReview<serde_json::Value> = decode(body)?;
     let response = admission::mutate(&review.request);
-    HookOutput::json(admission_subject(&review.request), &response.into_review())
-}
-
-fn admission_subject(req: &crate::contract::AdmissionRequest<serde_json::Value>) -> Subject {
-    Subject {
-        kind: req.kind.kind.clone(),
-        namespace: req.namespace.clone().unwrap_or_default(),
-        name: req.name.clone().unwrap_or_default(),
-        uid: req.uid.clone(),
-    }
+    HookOutput::json(Subject::admission(&review.request), &response.into_review())
 }
 
 #[cfg(test)]

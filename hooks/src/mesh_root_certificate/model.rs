@@ -15,7 +15,7 @@ pub const MANAGER_API: &str = "metahooks.dev/v1alpha1";
 pub const MANAGER_KEY: &str = "CertificateManager.metahooks.dev/v1alpha1";
 pub const SECRET_KEY: &str = "Secret.v1";
 pub const CONFIGMAP_KEY: &str = "ConfigMap.v1";
-pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub use crate::meta::LABEL_MANAGED_BY as MANAGED_BY;
 pub const DEFAULT_TRUST_DOMAIN: &str = "cluster.local";
 const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
 
