@@ -188,3 +188,165 @@ fn slow_header_connections_do_not_starve_normal_traffic() {
         "p99 went from {quiet} µs to {loaded} µs"
     );
 }
+
+#[test]
+fn certificate_swapped_kubelet_style_in_the_middle_of_the_load_fails_no_request() {
+    use common::tls::{der_of, https_request, swap_data, write_version};
+    let dir = tempfile::tempdir().unwrap();
+    let first = write_version(dir.path(), "..v1");
+    swap_data(dir.path(), "..v1");
+    std::os::unix::fs::symlink("..data/tls.crt", dir.path().join("tls.crt")).unwrap();
+    std::os::unix::fs::symlink("..data/tls.key", dir.path().join("tls.key")).unwrap();
+    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let server = TestServer::start(&[
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+        "--max-in-flight",
+        "4096",
+    ]);
+    let addr = server.https.unwrap();
+    let body = std::fs::read(common::fixture(
+        "delete-graph/sync-chain-all-running.request.json",
+    ))
+    .unwrap();
+    let mut raw = post_head("/delete-graph/sync", "application/json", body.len()).into_bytes();
+    raw.extend_from_slice(&body);
+    let raw = Arc::new(raw);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ok, failed) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let seen_new = Arc::new(AtomicU64::new(0));
+    let second_der = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let handles: Vec<_> = (0..connections().min(32))
+        .map(|_| {
+            let (stop, raw, ok, failed, seen_new, second_der) = (
+                stop.clone(),
+                raw.clone(),
+                ok.clone(),
+                failed.clone(),
+                seen_new.clone(),
+                second_der.clone(),
+            );
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    match https_request(addr, None, &raw) {
+                        Ok((reply, cert)) if reply.status == 200 => {
+                            ok.fetch_add(1, Ordering::Relaxed);
+                            if *second_der.lock().unwrap() == cert {
+                                seen_new.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        _ => {
+                            failed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    let half = Duration::from_millis(seconds().max(2) * 500);
+    std::thread::sleep(half);
+    let second = write_version(dir.path(), "..v2");
+    *second_der.lock().unwrap() = der_of(&second);
+    swap_data(dir.path(), "..v2");
+    std::thread::sleep(half);
+    stop.store(true, Ordering::Relaxed);
+    handles.into_iter().for_each(|h| h.join().unwrap());
+    assert_ne!(der_of(&first), der_of(&second));
+    let (ok, failed, seen_new) = (
+        ok.load(Ordering::Relaxed),
+        failed.load(Ordering::Relaxed),
+        seen_new.load(Ordering::Relaxed),
+    );
+    eprintln!(
+        "TLS swap under load: {ok} answered, {failed} failed, {seen_new} on the new certificate"
+    );
+    assert_eq!(failed, 0);
+    assert!(seen_new > 0, "the new certificate is served after the swap");
+}
+
+#[test]
+fn sigterm_in_the_middle_of_the_load_answers_every_request_it_accepted() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_metahooks"))
+        .args([
+            "--log-format",
+            "json",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--max-in-flight",
+            "4096",
+        ])
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr: SocketAddr = loop {
+        let line = lines.next().unwrap().unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        if v["message"] == "listening" {
+            break v["http"].as_str().unwrap().parse().unwrap();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    let body = Arc::new(
+        std::fs::read(common::fixture(
+            "delete-graph/sync-chain-all-running.request.json",
+        ))
+        .unwrap(),
+    );
+    let (answered, broken) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let handles: Vec<_> = (0..connections().min(32))
+        .map(|_| {
+            let (body, answered, broken) = (body.clone(), answered.clone(), broken.clone());
+            std::thread::spawn(move || loop {
+                let Ok(mut s) = TcpStream::connect(addr) else {
+                    return;
+                };
+                s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                let mut raw =
+                    post_head("/delete-graph/sync", "application/json", body.len()).into_bytes();
+                raw.extend_from_slice(&body);
+                if s.write_all(&raw).is_err() {
+                    return; // closed before the request was read: never accepted
+                }
+                let mut first = [0u8; 1];
+                use std::io::Read;
+                match s.read(&mut first) {
+                    Ok(1) => {
+                        let reply = read_reply(&mut (&first[..]).chain(&mut s));
+                        if reply.status == 200 && reply.json()["children"].is_array() {
+                            answered.fetch_add(1, Ordering::Relaxed);
+                        } else {
+                            broken.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    // Reset or closed with no byte: the listener went away before accepting it.
+                    _ => return,
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = answered.load(Ordering::Relaxed);
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    handles.into_iter().for_each(|h| h.join().unwrap());
+    let status = child.wait().unwrap();
+    let (answered, broken) = (
+        answered.load(Ordering::Relaxed),
+        broken.load(Ordering::Relaxed),
+    );
+    eprintln!(
+        "SIGTERM under load: {answered} answered ({before} before the signal), {broken} broken"
+    );
+    assert!(before > 0);
+    assert_eq!(broken, 0, "a started response was cut or wrong");
+    assert!(status.success(), "drained and exited cleanly");
+}

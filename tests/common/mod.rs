@@ -3,6 +3,8 @@
 //! reports the certificate the server presented.
 #![allow(dead_code)]
 
+pub mod tls;
+
 use metahooks::config::ServeConfig;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

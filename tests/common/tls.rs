@@ -1,0 +1,140 @@
+//! TLS helpers of the integration tests: a client that accepts any server certificate (and
+//! reports it), and the kubelet's way of updating mounted Secret files.
+
+use super::read_reply;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme, StreamOwned};
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Accepts any server certificate (the test compares it itself) but checks the handshake
+/// signatures, so a key that does not match its certificate still fails.
+#[derive(Debug)]
+pub struct AnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Handshakes, GETs /readyz over TLS, returns the status and the certificate presented.
+pub fn https_get(addr: SocketAddr) -> (u16, Vec<u8>) {
+    try_https_get(addr, None).expect("HTTPS request")
+}
+
+/// As [`https_get`], optionally presenting a client certificate (PEM cert, PEM key); `Err` when
+/// the handshake or the exchange fails.
+pub fn try_https_get(
+    addr: SocketAddr,
+    client: Option<(&str, &str)>,
+) -> Result<(u16, Vec<u8>), String> {
+    https_request(
+        addr,
+        client,
+        b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    )
+    .map(|(reply, cert)| (reply.status, cert))
+}
+
+/// Sends `raw` over TLS (optionally with a client certificate): the reply and the certificate
+/// the server presented; `Err` when the handshake or the exchange fails.
+pub fn https_request(
+    addr: SocketAddr,
+    client: Option<(&str, &str)>,
+    raw: &[u8],
+) -> Result<(super::Reply, Vec<u8>), String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::PrivateKeyDer;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)));
+    let config = match client {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => builder
+            .with_client_auth_cert(
+                vec![CertificateDer::from_pem_slice(cert.as_bytes()).unwrap()],
+                PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+            )
+            .unwrap(),
+    };
+    let conn = ClientConnection::new(Arc::new(config), "localhost".try_into().unwrap()).unwrap();
+    let tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut tls = StreamOwned::new(conn, tcp);
+    tls.write_all(raw).map_err(|e| e.to_string())?;
+    let mut head = [0u8; 1];
+    use std::io::Read;
+    tls.read_exact(&mut head).map_err(|e| e.to_string())?;
+    let reply = read_reply(&mut (&head[..]).chain(&mut tls));
+    let cert = tls.conn.peer_certificates().unwrap()[0].to_vec();
+    Ok((reply, cert))
+}
+
+pub fn der_of(pem: &str) -> Vec<u8> {
+    use rustls::pki_types::pem::PemObject;
+    CertificateDer::from_pem_slice(pem.as_bytes())
+        .unwrap()
+        .to_vec()
+}
+
+/// Writes a certificate pair into a timestamped folder, as the kubelet does.
+pub fn write_version(dir: &Path, version: &str) -> String {
+    let (cert, key) = metahooks::tls::self_signed(&["localhost".to_owned()]).unwrap();
+    let folder = dir.join(version);
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("tls.crt"), &cert).unwrap();
+    std::fs::write(folder.join("tls.key"), &key).unwrap();
+    cert
+}
+
+/// Points `..data` at `version` atomically (symlink to a temporary name, then rename).
+pub fn swap_data(dir: &Path, version: &str) {
+    let tmp = dir.join("..data_tmp");
+    std::os::unix::fs::symlink(version, &tmp).unwrap();
+    std::fs::rename(&tmp, dir.join("..data")).unwrap();
+}
