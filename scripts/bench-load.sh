@@ -3,14 +3,19 @@
 # against the release metahooks and two floors built in the same run: an echo server (reads the
 # body, fixed answer) and a naive JSON server (parses into serde_json::Value, writes `related`
 # back). Bounded: DURATION seconds per run on 127.0.0.1 only. Prints a markdown table.
+# ROUTES and SIZES narrow the run; FEATURES=mimalloc builds the server with mimalloc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10}
+ROUTES=${ROUTES:-app-discovery delete-graph cert-rotation}
+SIZES=${SIZES:-25k 200k 1700k}
+FEATURES=${FEATURES:-}
 CONNECTIONS=${CONNECTIONS:-32}
 OUT=target/load
 mkdir -p "$OUT"
 
-cargo build --release --quiet --bin metahooks --example floor_echo --example floor_json --example load_requests
+cargo build --release --quiet --bin metahooks ${FEATURES:+--features "$FEATURES"}
+cargo build --release --quiet --example floor_echo --example floor_json --example load_requests
 ./target/release/examples/load_requests "$OUT" >&2
 
 cat > "$OUT/post.lua" <<'LUA'
@@ -48,8 +53,8 @@ run() { # url body -> "rps p50 p99 errors"
 
 echo "| route | size | metahooks req/s | p50 ms | p99 ms | errors | echo req/s | naive JSON req/s | vs echo | vs naive |"
 echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-for route in app-discovery delete-graph cert-rotation; do
-  for size in 25k 200k 1700k; do
+for route in $ROUTES; do
+  for size in $SIZES; do
     body="$OUT/$route-$size.json"
     read -r m_rps m_p50 m_p99 m_err < <(run "http://127.0.0.1:8090/$route/sync" "$body")
     read -r e_rps _ _ _ < <(run "http://127.0.0.1:8091/" "$body")

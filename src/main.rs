@@ -10,6 +10,10 @@ use metahooks_hooks::{registry, HookContext, HOOKS};
 use std::io::Read;
 use std::path::PathBuf;
 
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Metacontroller hooks for Keptn app discovery, OSM root certificate rotation and Ankaios-style
 /// workload dependencies.
 #[derive(Parser, Debug)]
