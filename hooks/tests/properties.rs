@@ -322,3 +322,79 @@ proptest! {
         prop_assert_eq!(&resp2["children"], &resp["children"]);
     }
 }
+
+// ---- cert-rotation ----
+
+/// One CA pair per MRC name, made once (key generation is the slow part).
+fn ca_secret(name: &str) -> Value {
+    use std::sync::OnceLock;
+    static CAS: OnceLock<Vec<Value>> = OnceLock::new();
+    let cas = CAS.get_or_init(|| {
+        ["a", "b", "c"]
+            .iter()
+            .map(|n| {
+                let pair = metahooks_hooks::pki::generate_ca(n, "cluster.local", now(), &mut rand_core::OsRng).unwrap();
+                use base64::Engine;
+                let b = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+                json!({"metadata": {"name": format!("{n}-ca"), "namespace": "mesh"}, "type": "Opaque",
+                       "data": {"ca.crt": b(&pair.cert_pem), "private.key": b(&pair.key_pem)}})
+            })
+            .collect()
+    });
+    cas[["a", "b", "c"].iter().position(|n| *n == name).unwrap()].clone()
+}
+
+const ROLES: [Option<&str>; 5] = [
+    None,
+    Some("active"),
+    Some("passive"),
+    Some("inactive"),
+    Some("bogus"),
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Any roles, CAs present or not, any previous issuers: a frozen sync returns exactly the
+    /// observed children; a working one, fed back its own output, returns the same bytes.
+    #[test]
+    fn cert_rotation_properties(roles in proptest::collection::vec(0..5usize, 3), present in proptest::collection::vec(proptest::bool::weighted(0.85), 3), prev in 0..4usize) {
+        let names = ["a", "b", "c"];
+        let mrcs: serde_json::Map<String, Value> = names.iter().zip(&roles).map(|(n, r)| {
+            let mut spec = json!({"trustDomain": "cluster.local", "provider": {"tresor": {"ca": {"secretRef": {"name": format!("{n}-ca"), "namespace": "mesh"}}}}});
+            if let Some(role) = ROLES[*r] { spec["role"] = json!(role); }
+            (n.to_string(), json!({"metadata": {"name": n, "namespace": "mesh"}, "spec": spec}))
+        }).collect();
+        let secrets: serde_json::Map<String, Value> = names.iter().zip(&present).filter(|(_, p)| **p).map(|(n, _)| (format!("{n}-ca"), ca_secret(n))).collect();
+        let status = match prev { 0 => json!({}), 1 => json!({"signingIssuer": "a", "validatingIssuer": "a"}), 2 => json!({"signingIssuer": "b", "validatingIssuer": "a"}), _ => json!({"signingIssuer": "c", "validatingIssuer": "b"}) };
+        let body = json!({"parent": {"metadata": {"name": "m", "namespace": "mesh", "generation": 1},
+                                     "spec": {"trustBundle": {"configMapName": "bundle"}, "certificates": [{"secretName": "leaf", "commonName": "web"}]},
+                                     "status": status},
+                          "children": {"ConfigMap.v1": {}, "Secret.v1": {}},
+                          "related": {"MeshRootCertificate.config.openservicemesh.io/v1alpha2": mrcs, "Secret.v1": secrets}});
+        let (_, first) = call("cert-rotation/sync", &body);
+        let ready = first["status"]["conditions"][0]["status"].as_str().unwrap().to_owned();
+        if ready == "False" {
+            prop_assert_eq!(&first["children"], &json!([]), "frozen with nothing observed returns nothing");
+            prop_assert_eq!(&first["status"]["signingIssuer"], &body["parent"]["status"]["signingIssuer"]);
+            return Ok(());
+        }
+        // Feed the output back as the observed children (and as related Secrets).
+        let mut again = body.clone();
+        again["parent"]["status"] = first["status"].clone();
+        for c in first["children"].as_array().unwrap() {
+            let key = if c["kind"] == "ConfigMap" { "ConfigMap.v1" } else { "Secret.v1" };
+            let name = c["metadata"]["name"].as_str().unwrap().to_owned();
+            again["children"][key][&name] = c.clone();
+            if key == "Secret.v1" { again["related"]["Secret.v1"][&name] = c.clone(); }
+        }
+        let (second_bytes, second) = call("cert-rotation/sync", &again);
+        prop_assert_eq!(&second["children"], &first["children"], "unchanged state, same children");
+        prop_assert_eq!(second_bytes, call("cert-rotation/sync", &again).0, "byte-identical");
+        // And a frozen sync over those children hands every one of them back.
+        let mut broken = again.clone();
+        broken["parent"]["spec"]["trustBundle"] = json!({});
+        let (_, frozen) = call("cert-rotation/sync", &broken);
+        prop_assert_eq!(frozen["children"].as_array().unwrap().len(), first["children"].as_array().unwrap().len());
+    }
+}
