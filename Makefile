@@ -7,7 +7,7 @@ VENV ?= target/venv
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: build run test soak e2e lint fmt demo bench bench-load fuzz manifests-check clean
+.PHONY: build run test soak deny e2e lint fmt demo bench bench-load fuzz manifests-check clean
 
 build:
 	$(CARGO) build --release
@@ -51,6 +51,13 @@ demo: build
 bench:
 	$(CARGO) bench --workspace
 	$(PYTHON) scripts/bench-report.py
+
+## Dependency policy: licenses, sources and bans (cargo-deny from crates.io). The advisories
+## check needs the RustSec database from GitHub: run `cargo deny check advisories` where the
+## network reaches it.
+deny:
+	command -v cargo-deny >/dev/null || $(CARGO) install cargo-deny --locked
+	$(CARGO) deny --offline check bans licenses sources
 
 ## Fuzz every hook entry point for FUZZ_SECONDS (default 60), seeded from fixtures/.
 fuzz:
