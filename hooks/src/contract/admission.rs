@@ -15,9 +15,11 @@ pub struct AdmissionReview<O> {
 pub struct AdmissionRequest<O> {
     /// Echoed in the response so the API server can match it.
     pub uid: String,
-    /// The kind of the object under admission.
+    /// The kind of the object under admission (absent: no rule applies).
+    #[serde(default)]
     pub kind: GroupVersionKind,
-    /// CREATE, UPDATE, DELETE or CONNECT.
+    /// CREATE, UPDATE, DELETE or CONNECT (absent: no rule applies).
+    #[serde(default)]
     pub operation: String,
     #[serde(default)]
     pub namespace: Option<String>,
