@@ -71,8 +71,9 @@ fn no_key_material_in_trace_logs_or_status_during_a_rotation() {
         .unwrap()
         .to_owned();
     let server = common::TestServer::start(&[]);
+    // The key sits where a number is expected: serde would quote it in its error message.
     let body = format!(
-        r#"{{"parent": {{"metadata": {{"name": "x", "namespace": "{NS}"}}}}, "children": {{"Secret.v1": {{"s": {{"data": {{"tls.key": 7}}, "type": {{"k": "{key_b64}"}}}}}}}}}}"#
+        r#"{{"parent": {{"metadata": {{"name": "x", "namespace": "{NS}", "generation": "{key_b64}"}}}}}}"#
     );
     let reply = common::post(&server, "/cert-rotation/sync", body.as_bytes());
     assert_eq!(reply.status, 400);

@@ -143,12 +143,7 @@ impl Ca {
         rng: &mut dyn CryptoRngCore,
     ) -> Result<PemPair, PkiError> {
         let key = new_p256_key(rng)?;
-        let mut params = CertificateParams::default();
-        params.distinguished_name = DistinguishedName::new();
-        params
-            .distinguished_name
-            .push(DnType::CommonName, leaf.common_name);
-        params.serial_number = Some(serial(rng));
+        let mut params = new_params(leaf.common_name, now, now + leaf.validity, rng);
         let names: Vec<&str> = if leaf.dns_names.is_empty() {
             vec![leaf.common_name]
         } else {
@@ -162,8 +157,6 @@ impl Ca {
             let uri = uri.clone().try_into().map_err(|_| PkiError::Signing)?;
             params.subject_alt_names.push(SanType::URI(uri));
         }
-        params.not_before = now;
-        params.not_after = now + leaf.validity;
         params.key_usages = vec![
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,
@@ -313,17 +306,10 @@ pub fn generate_ca(
     rng: &mut dyn CryptoRngCore,
 ) -> Result<PemPair, PkiError> {
     let key = new_p256_key(rng)?;
-    let mut params = CertificateParams::default();
-    params.distinguished_name = DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, common_name);
+    let mut params = new_params(common_name, now, now + Duration::hours(87_600), rng);
     params
         .distinguished_name
         .push(DnType::OrganizationName, organization);
-    params.serial_number = Some(serial(rng));
-    params.not_before = now;
-    params.not_after = now + Duration::hours(87_600);
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     let cert = params.self_signed(&key).map_err(|_| PkiError::Signing)?;
@@ -331,6 +317,24 @@ pub fn generate_ca(
         cert_pem: cert.pem(),
         key_pem: key.serialize_pem(),
     })
+}
+
+/// Certificate parameters with subject CN, a random serial and the validity window.
+fn new_params(
+    common_name: &str,
+    not_before: OffsetDateTime,
+    not_after: OffsetDateTime,
+    rng: &mut dyn CryptoRngCore,
+) -> CertificateParams {
+    let mut params = CertificateParams::default();
+    params.distinguished_name = DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, common_name);
+    params.serial_number = Some(serial(rng));
+    params.not_before = not_before;
+    params.not_after = not_after;
+    params
 }
 
 /// A fresh ECDSA P-256 key drawn from `rng`.

@@ -75,8 +75,6 @@ fn state(resp: &Value, w: &str) -> (String, String) {
 
 /// The name the hook gives workload `w`'s Pod with the default template.
 fn desired_name(workloads: &Value, w: &str) -> String {
-    let resp = run(&request(workloads.clone(), vec![], false), false);
-    let _ = resp;
     let spec = json!({"workloads": workloads});
     let v = super::spec::validate(&spec, "s");
     let wl = v.workloads.iter().find(|x| x.name == w).unwrap();
