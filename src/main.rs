@@ -157,7 +157,11 @@ fn run_hook(id: &str, file: Option<PathBuf>, now: Option<&str>) -> Result<()> {
         }
     };
     let mut rng = rand_core::OsRng;
-    let mut ctx = HookContext { now, rng: &mut rng };
+    let mut ctx = HookContext {
+        now,
+        rng: &mut rng,
+        verified: &Default::default(),
+    };
     match (hook.run)(&body, &mut ctx) {
         Ok(output) => {
             println!("{}", String::from_utf8_lossy(&output.body));

@@ -6,6 +6,7 @@
 mod requests;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use metahooks_hooks::pki::VerifiedSignatures;
 use metahooks_hooks::registry::{find, HookContext};
 use std::hint::black_box;
 use std::time::Duration;
@@ -15,25 +16,48 @@ fn floor(body: &[u8]) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap()
 }
 
-fn run_hook(id: &str, body: &[u8]) -> Vec<u8> {
+fn run_hook(id: &str, body: &[u8], verified: &VerifiedSignatures) -> Vec<u8> {
     let hook = find(id).unwrap();
     let mut rng = rand_core::OsRng;
     let mut ctx = HookContext {
         now: requests::now(),
         rng: &mut rng,
+        verified,
     };
     (hook.run)(body, &mut ctx).unwrap().body
 }
 
+/// How the signature memo is used: shared by every iteration, as the server shares it between
+/// resyncs (`Warm`), or new for each iteration, as on the first sync after a start (`Cold`).
+#[derive(Clone, Copy)]
+enum Memo {
+    Warm,
+    Cold,
+}
+
 fn bench_pairs(c: &mut Criterion, group: &str, hook: &str, cases: Vec<(usize, Vec<u8>)>) {
+    bench_pairs_with(c, group, hook, cases, Memo::Warm)
+}
+
+fn bench_pairs_with(
+    c: &mut Criterion,
+    group: &str,
+    hook: &str,
+    cases: Vec<(usize, Vec<u8>)>,
+    memo: Memo,
+) {
     let mut g = c.benchmark_group(group);
     g.warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .sample_size(20);
     for (n, body) in &cases {
         g.throughput(Throughput::Bytes(body.len() as u64));
-        g.bench_with_input(BenchmarkId::new("hook", n), body, |b, body| {
-            b.iter(|| run_hook(hook, black_box(body)))
+        let shared = VerifiedSignatures::default();
+        g.bench_with_input(BenchmarkId::new("hook", n), body, |b, body| match memo {
+            Memo::Warm => b.iter(|| run_hook(hook, black_box(body), &shared)),
+            Memo::Cold => {
+                b.iter(|| run_hook(hook, black_box(body), &VerifiedSignatures::default()))
+            }
         });
         g.bench_with_input(BenchmarkId::new("floor", n), body, |b, body| {
             b.iter(|| floor(black_box(body)))
@@ -60,7 +84,19 @@ fn cert_rotation(c: &mut Criterion) {
     let reuse = [10, 100, 1000]
         .map(|n| (n, requests::cert_rotation_sync(n, true)))
         .to_vec();
-    bench_pairs(c, "cert-rotation-sync-reuse", "cert-rotation/sync", reuse);
+    bench_pairs(
+        c,
+        "cert-rotation-sync-reuse",
+        "cert-rotation/sync",
+        reuse.clone(),
+    );
+    bench_pairs_with(
+        c,
+        "cert-rotation-sync-reuse-cold",
+        "cert-rotation/sync",
+        reuse,
+        Memo::Cold,
+    );
     let issue = [10, 100, 1000]
         .map(|n| (n, requests::cert_rotation_sync(n, false)))
         .to_vec();

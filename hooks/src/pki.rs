@@ -8,7 +8,9 @@ use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
 };
-use std::collections::BTreeSet;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Mutex;
 use time::{Duration, OffsetDateTime};
 use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
@@ -43,8 +45,79 @@ pub struct PemPair {
 /// A usable CA: certificate checked, key parsed and matched.
 pub struct Ca {
     der: Vec<u8>,
+    /// The DER of the certificate's subject name and of its SubjectPublicKeyInfo.
+    subject: Vec<u8>,
+    public_key_info: Vec<u8>,
     key: KeyPair,
     pub not_after: OffsetDateTime,
+}
+
+/// Leaf signatures already verified, remembered between syncs: Metacontroller resyncs every
+/// parent again and again with the same leaves, and one ECDSA verification costs more than
+/// parsing the whole leaf Secret. An entry is SHA-256 over the issuer's SubjectPublicKeyInfo and
+/// the whole leaf DER, so a leaf or CA that differs in any byte is verified afresh; only
+/// successful checks are stored. Bounded: two generations of at most [`Self::GENERATION`]
+/// digests each (a hit in the older one is carried into the newer one), so at most about
+/// 2.2 MiB. The memo changes how fast a check is, never its result.
+#[derive(Debug, Default)]
+pub struct VerifiedSignatures {
+    generations: Mutex<[HashSet<[u8; 32]>; 2]>,
+}
+
+impl VerifiedSignatures {
+    pub const GENERATION: usize = 28_000;
+
+    /// Whether `leaf_der` carries a valid signature by the key of `issuer_key_info`; `verify`
+    /// runs only when this pair has not passed before.
+    fn check(
+        &self,
+        issuer_key_info: &[u8],
+        leaf_der: &[u8],
+        verify: impl FnOnce() -> bool,
+    ) -> bool {
+        let digest: [u8; 32] = Sha256::new()
+            .chain_update((issuer_key_info.len() as u64).to_be_bytes())
+            .chain_update(issuer_key_info)
+            .chain_update(leaf_der)
+            .finalize()
+            .into();
+        if self.remember(digest, false) {
+            return true;
+        }
+        let valid = verify();
+        if valid {
+            self.remember(digest, true);
+        }
+        valid
+    }
+
+    /// Looks `digest` up (carrying an old hit forward) or, with `insert`, stores it. Returns
+    /// whether it was known.
+    fn remember(&self, digest: [u8; 32], insert: bool) -> bool {
+        let mut guard = self.generations.lock().unwrap_or_else(|p| p.into_inner());
+        let [current, previous] = &mut *guard;
+        if current.contains(&digest) {
+            return true;
+        }
+        let known = previous.remove(&digest);
+        if known || insert {
+            if current.len() >= Self::GENERATION {
+                *previous = std::mem::take(current);
+            }
+            current.insert(digest);
+        }
+        known
+    }
+
+    /// How many digests are held (both generations).
+    pub fn len(&self) -> usize {
+        let guard = self.generations.lock().unwrap_or_else(|p| p.into_inner());
+        guard[0].len() + guard[1].len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl std::fmt::Debug for Ca {
@@ -128,8 +201,12 @@ impl Ca {
         if key.public_key_raw() != cert.public_key().subject_public_key.data.as_ref() {
             return Err(PkiError::KeyMismatch("private.key"));
         }
+        let subject = cert.subject().as_raw().to_vec();
+        let public_key_info = cert.public_key().raw.to_vec();
         Ok(Ca {
             der,
+            subject,
+            public_key_info,
             key,
             not_after,
         })
@@ -185,8 +262,13 @@ impl Ca {
     }
 
     /// Reads a leaf's `tls.crt` and `tls.key`: `None` when either does not parse or they do
-    /// not match each other.
-    pub fn inspect_leaf(&self, tls_crt: &[u8], tls_key: &[u8]) -> Option<LeafFacts> {
+    /// not match each other. Signatures that passed before are looked up in `verified`.
+    pub fn inspect_leaf(
+        &self,
+        tls_crt: &[u8],
+        tls_key: &[u8],
+        verified: &VerifiedSignatures,
+    ) -> Option<LeafFacts> {
         let der = first_certificate(tls_crt)?;
         let leaf = parse(&der)?;
         let leaf_public = leaf.public_key().subject_public_key.data.as_ref();
@@ -205,9 +287,11 @@ impl Ca {
                 }
             }
         }
-        let ca = parse(&self.der)?;
-        let signed_by_ca = leaf.issuer().as_raw() == ca.subject().as_raw()
-            && leaf.verify_signature(Some(ca.public_key())).is_ok();
+        let signed_by_ca = leaf.issuer().as_raw() == self.subject.as_slice()
+            && verified.check(&self.public_key_info, &der, || {
+                parse(&self.der)
+                    .is_some_and(|ca| leaf.verify_signature(Some(ca.public_key())).is_ok())
+            });
         let common_name = leaf
             .subject()
             .iter_common_name()
@@ -398,6 +482,7 @@ mod tests {
         )
         .unwrap();
         let names = vec!["a.svc".to_owned(), "b.svc".to_owned()];
+        let memo = VerifiedSignatures::default();
         let leaf = ca
             .issue(
                 &LeafRequest {
@@ -411,7 +496,7 @@ mod tests {
             )
             .unwrap();
         let facts = ca
-            .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
+            .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes(), &memo)
             .unwrap();
         assert!(facts.signed_by_ca);
         assert_eq!(facts.common_name, "a.ns.cluster.local");
@@ -428,7 +513,7 @@ mod tests {
         .unwrap();
         assert!(
             !other
-                .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
+                .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes(), &memo)
                 .unwrap()
                 .signed_by_ca
         );
@@ -502,17 +587,20 @@ mod tests {
             uri: None,
             validity: Duration::hours(1),
         };
+        let memo = VerifiedSignatures::default();
         let one = ca.issue(&req, NOW, &mut rng()).unwrap();
         let two = ca.issue(&req, NOW, &mut rng()).unwrap();
         assert!(ca
-            .inspect_leaf(one.cert_pem.as_bytes(), one.key_pem.as_bytes())
+            .inspect_leaf(one.cert_pem.as_bytes(), one.key_pem.as_bytes(), &memo)
             .is_some());
         assert!(
-            ca.inspect_leaf(one.cert_pem.as_bytes(), two.key_pem.as_bytes())
+            ca.inspect_leaf(one.cert_pem.as_bytes(), two.key_pem.as_bytes(), &memo)
                 .is_none(),
             "another key"
         );
-        assert!(ca.inspect_leaf(one.cert_pem.as_bytes(), b"junk").is_none());
+        assert!(ca
+            .inspect_leaf(one.cert_pem.as_bytes(), b"junk", &memo)
+            .is_none());
         // The keys we issue carry their public key; a document without one is not misread.
         let der = x509_parser::pem::Pem::iter_from_buffer(one.key_pem.as_bytes())
             .next()
@@ -547,5 +635,85 @@ mod tests {
         assert_eq!(a.key_pem, b.key_pem);
         let c = generate_ca("a", "td", NOW, &mut Fixed(9)).unwrap();
         assert_ne!(a.key_pem, c.key_pem);
+    }
+
+    /// A PEM `CERTIFICATE` block around `der`.
+    fn pem_of(der: &[u8]) -> String {
+        use base64::Engine;
+        let text = base64::engine::general_purpose::STANDARD.encode(der);
+        let lines: Vec<&str> = text
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        format!(
+            "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+            lines.join("\n")
+        )
+    }
+
+    #[test]
+    fn remembered_signatures_are_reused_and_never_vouch_for_other_bytes() {
+        let a = generate_ca("a", "td", NOW, &mut rng()).unwrap();
+        let ca =
+            Ca::from_secret(Some(a.cert_pem.as_bytes()), Some(a.key_pem.as_bytes()), NOW).unwrap();
+        let req = LeafRequest {
+            common_name: "a.ns.cluster.local",
+            dns_names: &[],
+            uri: None,
+            validity: Duration::hours(1),
+        };
+        let leaf = ca.issue(&req, NOW, &mut rng()).unwrap();
+        let memo = VerifiedSignatures::default();
+        let inspect = |crt: &str| {
+            ca.inspect_leaf(crt.as_bytes(), leaf.key_pem.as_bytes(), &memo)
+                .unwrap()
+        };
+        assert!(inspect(&leaf.cert_pem).signed_by_ca);
+        assert_eq!(memo.len(), 1);
+        assert!(inspect(&leaf.cert_pem).signed_by_ca, "a hit");
+        assert_eq!(memo.len(), 1);
+
+        // The same signature over a changed name: the memo holds the original, yet this is
+        // verified afresh and fails.
+        let mut der = first_certificate(leaf.cert_pem.as_bytes()).unwrap();
+        let at = der
+            .windows(4)
+            .position(|w| w == b"a.ns")
+            .expect("the CN is in the DER");
+        der[at] = b'b';
+        let forged = inspect(&pem_of(&der));
+        assert_eq!(forged.common_name, "b.ns.cluster.local");
+        assert!(!forged.signed_by_ca);
+        assert_eq!(memo.len(), 1, "failures are not stored");
+
+        // A check that passed before is not run again; one that did not pass is run.
+        let spki = ca.public_key_info.clone();
+        let original = first_certificate(leaf.cert_pem.as_bytes()).unwrap();
+        assert!(memo.check(&spki, &original, || unreachable!("remembered")));
+        assert!(!memo.check(&spki, &der, || false));
+        // Another issuer key with the same leaf is another entry.
+        assert!(!memo.check(b"another key", &original, || false));
+    }
+
+    #[test]
+    fn the_signature_memo_is_bounded_and_keeps_what_is_used() {
+        let memo = VerifiedSignatures::default();
+        let n = VerifiedSignatures::GENERATION;
+        memo.check(b"k", b"kept", || true);
+        for i in 0..2 * n + 10 {
+            memo.check(b"k", &i.to_be_bytes(), || true);
+            if i % 1000 == 0 {
+                assert!(memo.check(b"k", b"kept", || unreachable!("used often")));
+            }
+        }
+        assert!(memo.len() <= 2 * n);
+        assert!(memo.check(b"k", b"kept", || unreachable!("still there")));
+        let mut ran = false;
+        memo.check(b"k", &0usize.to_be_bytes(), || {
+            ran = true;
+            true
+        });
+        assert!(ran, "the oldest unused entry was dropped");
     }
 }

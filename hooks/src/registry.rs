@@ -3,16 +3,19 @@
 //! Adding a hook is one line here plus its module.
 
 use crate::contract::{encode, AdmissionRequest, ObjectMeta};
+use crate::pki::VerifiedSignatures;
 use crate::RequestError;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate};
 use rand_core::CryptoRngCore;
 use serde::Serialize;
 use time::OffsetDateTime;
 
-/// What a hook may use besides its request: the time and, for key generation, randomness.
+/// What a hook may use besides its request: the time, randomness for key generation, and the
+/// memo of leaf signatures already verified (shared between requests; it only saves time).
 pub struct HookContext<'a> {
     pub now: OffsetDateTime,
     pub rng: &'a mut dyn CryptoRngCore,
+    pub verified: &'a VerifiedSignatures,
 }
 
 /// What a hook answers: the encoded response and what the request was about, for logs.

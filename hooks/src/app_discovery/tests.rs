@@ -506,6 +506,7 @@ fn rule_6_mutate_labels_new_requests() {
     let mut ctx = HookContext {
         now: NOW,
         rng: &mut rng,
+        verified: &Default::default(),
     };
     let mut answer = |body: Vec<u8>| -> Value {
         serde_json::from_slice(&super::mutate_hook(&body, &mut ctx).unwrap().body).unwrap()
@@ -558,6 +559,7 @@ fn rule_3_customize_asks_for_the_namespace_only() {
     let mut ctx = HookContext {
         now: NOW,
         rng: &mut rng,
+        verified: &Default::default(),
     };
     let out: Value =
         serde_json::from_slice(&super::customize_hook(&body, &mut ctx).unwrap().body).unwrap();

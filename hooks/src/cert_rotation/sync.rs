@@ -8,7 +8,7 @@ use crate::mesh_root_certificate::model::{
     DataObjectOut, MetaOut, Mrc, Provider, Role, CONFIGMAP_KEY, MANAGED_BY, MRC_KEY, SECRET_KEY,
 };
 use crate::meta::{Condition, PreviousConditions};
-use crate::pki::{Ca, LeafRequest};
+use crate::pki::{Ca, LeafRequest, VerifiedSignatures};
 use rand_core::CryptoRngCore;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -83,12 +83,17 @@ struct Issuers<'a> {
     trust_pem: String,
 }
 
-pub fn sync(req: &SyncRequest, now: OffsetDateTime, rng: &mut dyn CryptoRngCore) -> SyncResponse {
+pub fn sync(
+    req: &SyncRequest,
+    now: OffsetDateTime,
+    rng: &mut dyn CryptoRngCore,
+    verified: &VerifiedSignatures,
+) -> SyncResponse {
     let parent = &req.parent;
     let previous = &parent.status;
     let generation = parent.metadata.generation;
     match plan(req, now) {
-        Ok((spec, issuers)) => issue(req, &spec, &issuers, now, rng),
+        Ok((spec, issuers)) => issue(req, &spec, &issuers, now, rng, verified),
         Err(f) => freeze(req, f, previous, generation, now),
     }
 }
@@ -271,6 +276,7 @@ fn issue(
     issuers: &Issuers,
     now: OffsetDateTime,
     rng: &mut dyn CryptoRngCore,
+    verified: &VerifiedSignatures,
 ) -> SyncResponse {
     let parent = &req.parent;
     let ns = parent.metadata.namespace.as_deref().unwrap_or("");
@@ -299,7 +305,7 @@ fn issue(
             .secrets
             .iter()
             .find(|o| o.metadata.name == cert.secret_name);
-        let kept = observed.and_then(|o| keep(o, cert, uri.as_deref(), issuers, now));
+        let kept = observed.and_then(|o| keep(o, cert, uri.as_deref(), issuers, now, verified));
         let (tls_crt, tls_key, renewal) = match kept {
             Some(k) => k,
             None => {
@@ -394,6 +400,7 @@ fn keep(
     uri: Option<&str>,
     issuers: &Issuers,
     now: OffsetDateTime,
+    verified: &VerifiedSignatures,
 ) -> Option<(String, String, OffsetDateTime)> {
     let annotations = &observed.metadata.annotations;
     if annotations.get(ANNOTATION_SIGNING).map(String::as_str)
@@ -405,7 +412,7 @@ fn keep(
     }
     let crt = observed.secret_value("tls.crt")?;
     let key = observed.secret_value("tls.key")?;
-    let facts = issuers.signing_ca.inspect_leaf(&crt, &key)?;
+    let facts = issuers.signing_ca.inspect_leaf(&crt, &key, verified)?;
     let expected_dns: BTreeSet<String> = if cert.dns_names.is_empty() {
         BTreeSet::from([cert.common_name.clone()])
     } else {

@@ -58,7 +58,7 @@ fn spec() -> Value {
 
 fn run(body: &[u8]) -> Value {
     let req: SyncRequest = decode(body).unwrap();
-    serde_json::to_value(sync(&req, NOW, &mut rand_core::OsRng)).unwrap()
+    serde_json::to_value(sync(&req, NOW, &mut rand_core::OsRng, &Default::default())).unwrap()
 }
 
 fn ready(resp: &Value) -> (String, String) {
@@ -376,6 +376,7 @@ fn rule_2_customize_asks_for_mrcs_and_secrets_of_the_namespace() {
     let mut ctx = crate::registry::HookContext {
         now: NOW,
         rng: &mut rng,
+        verified: &Default::default(),
     };
     let out: Value =
         serde_json::from_slice(&super::customize_hook(&body, &mut ctx).unwrap().body).unwrap();

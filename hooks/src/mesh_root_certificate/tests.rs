@@ -459,6 +459,7 @@ fn rule_2_customize_names_the_ca_secret() {
     let mut ctx = crate::registry::HookContext {
         now: NOW,
         rng: &mut rng,
+        verified: &Default::default(),
     };
     let out: Value =
         serde_json::from_slice(&super::customize_hook(&body, &mut ctx).unwrap().body).unwrap();
