@@ -12,7 +12,7 @@ use crate::pki::{Ca, LeafRequest, VerifiedSignatures};
 use rand_core::CryptoRngCore;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use time::OffsetDateTime;
 
 pub const LABEL_MANAGER: &str = "metahooks.dev/certificate-manager";
@@ -111,17 +111,19 @@ fn plan(req: &SyncRequest, now: OffsetDateTime) -> Result<(ManagerSpec, Issuers<
         .iter()
         .filter(|s| in_ns(&s.metadata))
         .collect();
+    let ours: HashSet<&str> = req
+        .children
+        .secrets
+        .iter()
+        .map(|s| s.metadata.name.as_str())
+        .collect();
+    let existing: HashSet<&str> = related_secrets
+        .iter()
+        .map(|s| s.metadata.name.as_str())
+        .collect();
     for cert in &spec.certificates {
-        let ours = req
-            .children
-            .secrets
-            .iter()
-            .any(|s| s.metadata.name == cert.secret_name);
-        if !ours
-            && related_secrets
-                .iter()
-                .any(|s| s.metadata.name == cert.secret_name)
-        {
+        let name = cert.secret_name.as_str();
+        if !ours.contains(name) && existing.contains(name) {
             return Err(frozen(
                 "SecretConflict",
                 format!(
@@ -297,14 +299,16 @@ fn issue(
         data: BTreeMap::from([("ca.crt".to_owned(), issuers.trust_pem.clone())]),
     });
     let trust_b64 = b64(issuers.trust_pem.as_bytes());
+    let observed_leaves: HashMap<&str, &DataObject> = req
+        .children
+        .secrets
+        .iter()
+        .map(|o| (o.metadata.name.as_str(), o))
+        .collect();
     let mut earliest_renewal: Option<OffsetDateTime> = None;
     for cert in &spec.certificates {
         let uri = spiffe_uri(issuers.signing, cert);
-        let observed = req
-            .children
-            .secrets
-            .iter()
-            .find(|o| o.metadata.name == cert.secret_name);
+        let observed = observed_leaves.get(cert.secret_name.as_str()).copied();
         let kept = observed.and_then(|o| keep(o, cert, uri.as_deref(), issuers, now, verified));
         let (tls_crt, tls_key, renewal) = match kept {
             Some(k) => k,
