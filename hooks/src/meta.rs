@@ -121,16 +121,16 @@ pub fn canonical_json(value: &Value) -> String {
 pub fn write_canonical(value: &Value, out: &mut String) {
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
             out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
+            for (i, (key, item)) in entries.into_iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
-                write_scalar(&Value::String(key.clone()), out);
+                write_json_str(key, out);
                 out.push(':');
-                write_canonical(&map[key.as_str()], out);
+                write_canonical(item, out);
             }
             out.push('}');
         }
@@ -144,14 +144,47 @@ pub fn write_canonical(value: &Value, out: &mut String) {
             }
             out.push(']');
         }
-        scalar => write_scalar(scalar, out),
+        Value::String(text) => write_json_str(text, out),
+        scalar => {
+            // Numbers, booleans and null as serde_json prints them.
+            use std::fmt::Write;
+            let _ = write!(out, "{scalar}");
+        }
     }
 }
 
-/// Appends a scalar (or a key, as a JSON string) to `out` as serde_json prints it.
-pub fn write_scalar(value: &Value, out: &mut String) {
-    // Scalars have no keys to order; serde_json's own printer gives the required escaping.
-    out.push_str(&value.to_string());
+/// Appends `text` as a JSON string, escaped exactly as serde_json escapes it: `"` and `\\`,
+/// the short forms `\b \f \n \r \t`, other control characters as `\u00XX`; nothing else
+/// (`/` and non-ASCII stay as they are).
+pub fn write_json_str(text: &str, out: &mut String) {
+    out.reserve(text.len() + 2);
+    out.push('"');
+    let mut plain = 0;
+    for (i, byte) in text.bytes().enumerate() {
+        let escape: &str = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&text[plain..i]);
+        if escape.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0xf)]));
+        } else {
+            out.push_str(escape);
+        }
+        plain = i + 1;
+    }
+    out.push_str(&text[plain..]);
+    out.push('"');
 }
 
 /// A DNS-1123 label: lowercase alphanumerics and `-`, 1 to 63 characters, alphanumeric at both ends.
@@ -174,6 +207,28 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
 mod tests {
     use super::*;
     use time::macros::datetime;
+
+    #[test]
+    fn json_strings_are_escaped_as_serde_json_escapes_them() {
+        let mut texts: Vec<String> = (0u32..0x80)
+            .filter_map(char::from_u32)
+            .map(|c| format!("a{c}b"))
+            .collect();
+        texts.extend(
+            [
+                "",
+                "é/ü ☃ \u{1F600}",
+                "\"quoted\\path\"",
+                "\u{7f}\u{80}\u{2028}",
+            ]
+            .map(String::from),
+        );
+        for text in texts {
+            let mut out = String::new();
+            write_json_str(&text, &mut out);
+            assert_eq!(out, serde_json::to_string(&text).unwrap(), "{text:?}");
+        }
+    }
 
     #[test]
     fn condition_keeps_transition_time_while_status_is_unchanged() {

@@ -3,11 +3,12 @@
 use super::graph::DeleteGraph;
 use super::spec::{validate, AddCondition, Workload};
 use crate::contract::{lenient_string, CompositeRequest, CompositeResponse, Object, ObjectMap};
-use crate::meta::{sha256_hex, write_canonical, write_scalar, Condition, PreviousConditions};
+use crate::meta::{sha256_hex, write_canonical, write_json_str, Condition, PreviousConditions};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use time::OffsetDateTime;
 
@@ -50,17 +51,18 @@ pub type SyncRequest<'a> = CompositeRequest<WorkloadSet<'a>, ObjectMap<Pod<'a>>>
 pub struct PodOut<'a> {
     pub api_version: &'static str,
     pub kind: &'static str,
-    pub metadata: PodMeta,
+    pub metadata: PodMeta<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spec: Option<PodSpec<'a>>,
 }
 
+/// A child Pod's metadata: built for a new Pod, borrowed from the request for an observed one.
 #[derive(Debug, Serialize)]
-pub struct PodMeta {
-    pub name: String,
-    pub namespace: String,
-    pub labels: BTreeMap<String, String>,
-    pub annotations: BTreeMap<String, String>,
+pub struct PodMeta<'a> {
+    pub name: Cow<'a, str>,
+    pub namespace: Cow<'a, str>,
+    pub labels: Cow<'a, BTreeMap<String, String>>,
+    pub annotations: Cow<'a, BTreeMap<String, String>>,
 }
 
 /// A Pod's spec in the response: the template's, with the restart policy set; or as observed.
@@ -115,7 +117,7 @@ pub struct Status<W, G> {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum SyncStatus<'a> {
-    Computed(Status<BTreeMap<String, WorkloadState>, DeleteGraph>),
+    Computed(Status<BTreeMap<&'a str, WorkloadState>, DeleteGraph>),
     Frozen(Status<Copied<'a>, Copied<'a>>),
 }
 
@@ -217,7 +219,7 @@ fn canonical_rendered(workload: &Workload) -> String {
         if i > 0 {
             out.push(',');
         }
-        write_scalar(&Value::String((*key).to_owned()), &mut out);
+        write_json_str(key, &mut out);
         out.push(':');
         if *key != "spec" {
             write_canonical(&workload.template[*key], &mut out);
@@ -228,7 +230,7 @@ fn canonical_rendered(workload: &Workload) -> String {
             if j > 0 {
                 out.push(',');
             }
-            write_scalar(&Value::String((*k).to_owned()), &mut out);
+            write_json_str(k, &mut out);
             out.push(':');
             write_canonical(
                 if *k == "restartPolicy" {
@@ -272,10 +274,10 @@ impl<'a> Desired<'_, 'a> {
             api_version: "v1",
             kind: "Pod",
             metadata: PodMeta {
-                name: self.name,
-                namespace: namespace.into(),
-                labels,
-                annotations,
+                name: Cow::Owned(self.name),
+                namespace: Cow::Owned(namespace.to_owned()),
+                labels: Cow::Owned(labels),
+                annotations: Cow::Owned(annotations),
             },
             spec: Some(PodSpec::Rendered {
                 spec: template.get("spec").and_then(Value::as_object),
@@ -286,15 +288,15 @@ impl<'a> Desired<'_, 'a> {
 }
 
 /// An observed Pod returned as it is: identity, labels, annotations and spec; nothing else.
-fn rebuilt<'a>(pod: &Pod<'a>, namespace: &str) -> PodOut<'a> {
+fn rebuilt<'a>(pod: &'a Pod<'a>, namespace: &'a str) -> PodOut<'a> {
     PodOut {
         api_version: "v1",
         kind: "Pod",
         metadata: PodMeta {
-            name: pod.metadata.name.clone(),
-            namespace: pod.metadata.namespace_or(namespace).to_owned(),
-            labels: pod.metadata.labels.clone(),
-            annotations: pod.metadata.annotations.clone(),
+            name: Cow::Borrowed(&pod.metadata.name),
+            namespace: Cow::Borrowed(pod.metadata.namespace_or(namespace)),
+            labels: Cow::Borrowed(&pod.metadata.labels),
+            annotations: Cow::Borrowed(&pod.metadata.annotations),
         },
         spec: pod.spec.map(PodSpec::Observed),
     }
@@ -450,7 +452,7 @@ pub fn reconcile<'a>(
     }
 
     // 4. Each spec workload: keep its current Pod, create it, or wait.
-    let mut status: BTreeMap<String, WorkloadState> = BTreeMap::new();
+    let mut status: BTreeMap<&str, WorkloadState> = BTreeMap::new();
     for w in workloads {
         let entry = if let Some(i) = live_current(w.name) {
             if let Some(d) = desired.remove(w.name) {
@@ -494,12 +496,12 @@ pub fn reconcile<'a>(
                 }
             }
         };
-        status.insert(w.name.to_owned(), entry);
+        status.insert(w.name, entry);
     }
     // Workloads that only live on as Pods.
     for (w, _) in pods_of.iter() {
         if !names.contains(w) {
-            status.insert((*w).to_owned(), stopping_state(w, &kept_for));
+            status.insert(w, stopping_state(w, &kept_for));
         }
     }
 
@@ -535,7 +537,7 @@ fn stopping_state(w: &str, kept_for: &HashMap<&str, Vec<&str>>) -> WorkloadState
 /// A bad spec: keep every non-terminating Pod, create nothing, keep the previous status (§6.1).
 fn freeze<'a>(
     pods: &'a [Pod<'a>],
-    namespace: &str,
+    namespace: &'a str,
     previous: &WorkloadSetStatus<'a>,
     valid: Condition,
 ) -> SyncResponse<'a> {
