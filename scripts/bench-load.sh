@@ -4,6 +4,8 @@
 # body, fixed answer) and a naive JSON server (parses into serde_json::Value, writes `related`
 # back). Bounded: DURATION seconds per run on 127.0.0.1 only. Prints a markdown table.
 # ROUTES and SIZES narrow the run; FEATURES=mimalloc builds the server with mimalloc.
+# With two cores or more, every server under test runs on CPU 0 and wrk on CPU 1 (PIN=0 turns
+# this off), so that the load generator does not take CPU time from the server it measures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10}
@@ -11,6 +13,11 @@ ROUTES=${ROUTES:-app-discovery delete-graph cert-rotation}
 SIZES=${SIZES:-25k 200k 1700k}
 FEATURES=${FEATURES:-}
 CONNECTIONS=${CONNECTIONS:-32}
+PIN=${PIN:-1}
+server_cpu=() client_cpu=()
+if [ "$PIN" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+  server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
+fi
 OUT=target/load
 mkdir -p "$OUT"
 
@@ -37,18 +44,18 @@ trap cleanup EXIT
 
 # Start to ready, with a self-signed certificate made at start; then idle RSS.
 start=$(date +%s%N)
-RUST_LOG=warn ./target/release/metahooks serve --listen 127.0.0.1:8090 --tls-listen 127.0.0.1:8443 --tls-self-signed --max-in-flight 1024 &
+RUST_LOG=warn "${server_cpu[@]}" ./target/release/metahooks serve --listen 127.0.0.1:8090 --tls-listen 127.0.0.1:8443 --tls-self-signed --max-in-flight 1024 &
 pids+=($!); server=$!
 until curl -sf http://127.0.0.1:8090/readyz >/dev/null; do sleep 0.002; done
 ready_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 sleep 1
 idle_kb=$(awk '/VmRSS/ {print $2}' /proc/$server/status)
-./target/release/examples/floor_echo 127.0.0.1:8091 & pids+=($!)
-./target/release/examples/floor_json 127.0.0.1:8092 & pids+=($!)
+"${server_cpu[@]}" ./target/release/examples/floor_echo 127.0.0.1:8091 & pids+=($!)
+"${server_cpu[@]}" ./target/release/examples/floor_json 127.0.0.1:8092 & pids+=($!)
 sleep 0.5
 
 run() { # url body -> "rps p50 p99 errors"
-  BODY="$2" wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$OUT/post.lua" "$1" | awk '/^RESULT/ {print $2, $3, $4, $5}'
+  BODY="$2" "${client_cpu[@]}" wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$OUT/post.lua" "$1" | awk '/^RESULT/ {print $2, $3, $4, $5}'
 }
 
 echo "| route | size | metahooks req/s | p50 ms | p99 ms | errors | echo req/s | naive JSON req/s | vs echo | vs naive |"
@@ -66,3 +73,4 @@ done
 peak_kb=$(awk '/VmHWM/ {print $2}' /proc/$server/status)
 echo
 echo "start to ready (self-signed TLS included): ${ready_ms} ms; idle RSS: $((idle_kb / 1024)) MiB; peak RSS under load: $((peak_kb / 1024)) MiB"
+echo "servers pinned: ${server_cpu[*]:-no}; wrk pinned: ${client_cpu[*]:-no}"
