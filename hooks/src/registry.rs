@@ -202,3 +202,21 @@ const fn hook(id: &'static str, kind: HookKind, summary: &'static str, run: Hook
 pub fn find(id: &str) -> Option<&'static Hook> {
     HOOKS.iter().find(|h| h.id == id)
 }
+
+/// Runs `hook` on `request` at `now` with fresh randomness and an empty signature memo, and
+/// returns its JSON answer: the unit tests' way of calling a hook as the server does.
+#[cfg(test)]
+pub(crate) fn answer_of(
+    hook: HookFn,
+    request: &serde_json::Value,
+    now: OffsetDateTime,
+) -> serde_json::Value {
+    let body = serde_json::to_vec(request).expect("a JSON request");
+    let mut ctx = HookContext {
+        now,
+        rng: &mut rand_core::OsRng,
+        verified: &VerifiedSignatures::default(),
+    };
+    let output = hook(&body, &mut ctx).expect("the hook answers");
+    serde_json::from_slice(&output.body).expect("a JSON answer")
+}

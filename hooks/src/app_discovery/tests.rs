@@ -498,19 +498,11 @@ fn rule_6_mutate_labels_new_requests() {
         if let Some(l) = labels {
             object["metadata"]["labels"] = l;
         }
-        serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "request": {"uid": "u-1", "kind": {"group": "lifecycle.keptn.sh", "version": "v1", "kind": kind},
-                        "operation": op, "object": object}})).unwrap()
+                        "operation": op, "object": object}})
     };
-    let mut rng = rand_core::OsRng;
-    let mut ctx = HookContext {
-        now: NOW,
-        rng: &mut rng,
-        verified: &Default::default(),
-    };
-    let mut answer = |body: Vec<u8>| -> Value {
-        serde_json::from_slice(&super::mutate_hook(&body, &mut ctx).unwrap().body).unwrap()
-    };
+    let answer = |request: Value| crate::registry::answer_of(super::mutate_hook, &request, NOW);
     let patch_of = |v: &Value| -> Value {
         use base64::Engine;
         let bytes = base64::engine::general_purpose::STANDARD
@@ -551,18 +543,11 @@ fn rule_6_mutate_labels_new_requests() {
 
 #[test]
 fn rule_3_customize_asks_for_the_namespace_only() {
-    let body = serde_json::to_vec(
+    let out = crate::registry::answer_of(
+        super::customize_hook,
         &json!({"controller": {}, "parent": {"metadata": {"name": "d", "namespace": "team-a"}}}),
-    )
-    .unwrap();
-    let mut rng = rand_core::OsRng;
-    let mut ctx = HookContext {
-        now: NOW,
-        rng: &mut rng,
-        verified: &Default::default(),
-    };
-    let out: Value =
-        serde_json::from_slice(&super::customize_hook(&body, &mut ctx).unwrap().body).unwrap();
+        NOW,
+    );
     assert_eq!(
         out,
         json!({"relatedResources": [
@@ -571,6 +556,11 @@ fn rule_3_customize_asks_for_the_namespace_only() {
         ]})
     );
     let no_ns = serde_json::to_vec(&json!({"parent": {"metadata": {"name": "d"}}})).unwrap();
+    let mut ctx = HookContext {
+        now: NOW,
+        rng: &mut rand_core::OsRng,
+        verified: &Default::default(),
+    };
     assert_eq!(
         super::customize_hook(&no_ns, &mut ctx).unwrap_err().path,
         "parent.metadata.namespace"

@@ -368,18 +368,11 @@ fn rule_3_4_spiffe_uri_from_the_signing_mrc() {
 
 #[test]
 fn rule_2_customize_asks_for_mrcs_and_secrets_of_the_namespace() {
-    let body = serde_json::to_vec(
+    let out = crate::registry::answer_of(
+        super::customize_hook,
         &json!({"controller": {}, "parent": {"metadata": {"name": "mgr", "namespace": NS}}}),
-    )
-    .unwrap();
-    let mut rng = rand_core::OsRng;
-    let mut ctx = crate::registry::HookContext {
-        now: NOW,
-        rng: &mut rng,
-        verified: &Default::default(),
-    };
-    let out: Value =
-        serde_json::from_slice(&super::customize_hook(&body, &mut ctx).unwrap().body).unwrap();
+        NOW,
+    );
     assert_eq!(
         out,
         json!({"relatedResources": [

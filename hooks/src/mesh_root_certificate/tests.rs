@@ -453,16 +453,11 @@ fn rule_6_mutate_defaults_on_create() {
 
 #[test]
 fn rule_2_customize_names_the_ca_secret() {
-    let body =
-        serde_json::to_vec(&json!({"controller": {}, "parent": mrc("a", "active", None)})).unwrap();
-    let mut rng = rand_core::OsRng;
-    let mut ctx = crate::registry::HookContext {
-        now: NOW,
-        rng: &mut rng,
-        verified: &Default::default(),
-    };
-    let out: Value =
-        serde_json::from_slice(&super::customize_hook(&body, &mut ctx).unwrap().body).unwrap();
+    let out = crate::registry::answer_of(
+        super::customize_hook,
+        &json!({"controller": {}, "parent": mrc("a", "active", None)}),
+        NOW,
+    );
     assert_eq!(
         out["relatedResources"],
         json!([
