@@ -160,7 +160,7 @@ fn run_hook(id: &str, file: Option<PathBuf>, now: Option<&str>) -> Result<()> {
     let mut ctx = HookContext {
         now,
         rng: &mut rng,
-        verified: &Default::default(),
+        pki: &Default::default(),
     };
     match (hook.run)(&body, &mut ctx) {
         Ok(output) => {

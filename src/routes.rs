@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use metahooks_hooks::pki::VerifiedSignatures;
+use metahooks_hooks::pki::PkiMemo;
 use metahooks_hooks::{Hook, HookContext, HOOKS};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -55,8 +55,8 @@ pub struct AppState {
     pub ready: AtomicBool,
     /// The `now` handed to hooks: the system clock, or a test's fixed or virtual clock.
     pub clock: Clock,
-    /// Leaf signatures cert-rotation has already verified (a bounded memo, see `pki`).
-    verified: VerifiedSignatures,
+    /// CA Secrets checked and leaf signatures verified before (bounded memos, see `pki`).
+    pki: PkiMemo,
     in_flight: Arc<Semaphore>,
 }
 
@@ -72,7 +72,7 @@ impl AppState {
             limits,
             metrics: Metrics::default(),
             ready: AtomicBool::new(false),
-            verified: VerifiedSignatures::default(),
+            pki: PkiMemo::default(),
         })
     }
 }
@@ -193,7 +193,7 @@ async fn run_hook(
     let mut ctx = HookContext {
         now: (state.clock)(),
         rng: &mut rng,
-        verified: &state.verified,
+        pki: &state.pki,
     };
     let output = (hook.run)(&body, &mut ctx).map_err(ApiError::BadRequest)?;
     let span = tracing::Span::current();

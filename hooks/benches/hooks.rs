@@ -6,7 +6,7 @@
 mod requests;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use metahooks_hooks::pki::VerifiedSignatures;
+use metahooks_hooks::pki::PkiMemo;
 use metahooks_hooks::registry::{find, HookContext};
 use std::hint::black_box;
 use std::time::Duration;
@@ -16,18 +16,18 @@ fn floor(body: &[u8]) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap()
 }
 
-fn run_hook(id: &str, body: &[u8], verified: &VerifiedSignatures) -> Vec<u8> {
+fn run_hook(id: &str, body: &[u8], pki: &PkiMemo) -> Vec<u8> {
     let hook = find(id).unwrap();
     let mut rng = rand_core::OsRng;
     let mut ctx = HookContext {
         now: requests::now(),
         rng: &mut rng,
-        verified,
+        pki,
     };
     (hook.run)(body, &mut ctx).unwrap().body
 }
 
-/// How the signature memo is used: shared by every iteration, as the server shares it between
+/// How the certificate memo is used: shared by every iteration, as the server shares it between
 /// resyncs (`Warm`), or new for each iteration, as on the first sync after a start (`Cold`).
 #[derive(Clone, Copy)]
 enum Memo {
@@ -52,12 +52,10 @@ fn bench_pairs_with(
         .sample_size(20);
     for (n, body) in &cases {
         g.throughput(Throughput::Bytes(body.len() as u64));
-        let shared = VerifiedSignatures::default();
+        let shared = PkiMemo::default();
         g.bench_with_input(BenchmarkId::new("hook", n), body, |b, body| match memo {
             Memo::Warm => b.iter(|| run_hook(hook, black_box(body), &shared)),
-            Memo::Cold => {
-                b.iter(|| run_hook(hook, black_box(body), &VerifiedSignatures::default()))
-            }
+            Memo::Cold => b.iter(|| run_hook(hook, black_box(body), &PkiMemo::default())),
         });
         g.bench_with_input(BenchmarkId::new("floor", n), body, |b, body| {
             b.iter(|| floor(black_box(body)))

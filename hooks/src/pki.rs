@@ -9,8 +9,8 @@ use rcgen::{
     Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
 };
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeSet, HashSet};
-use std::sync::Mutex;
+use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
 use time::{Duration, OffsetDateTime};
 use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
@@ -45,11 +45,21 @@ pub struct PemPair {
 /// A usable CA: certificate checked, key parsed and matched.
 pub struct Ca {
     der: Vec<u8>,
+    /// The `ca.crt` text as given, for the trust bundle.
+    pem: String,
     /// The DER of the certificate's subject name and of its SubjectPublicKeyInfo.
     subject: Vec<u8>,
     public_key_info: Vec<u8>,
     key: KeyPair,
     pub not_after: OffsetDateTime,
+}
+
+/// What the certificate work remembers between requests, shared by every request of a server:
+/// it saves time and never changes an answer.
+#[derive(Debug, Default)]
+pub struct PkiMemo {
+    pub signatures: VerifiedSignatures,
+    pub cas: CheckedCas,
 }
 
 /// Leaf signatures already verified, remembered between syncs: Metacontroller resyncs every
@@ -120,6 +130,90 @@ impl VerifiedSignatures {
     }
 }
 
+/// CA Secrets already checked, remembered between syncs: every sync of every CertificateManager
+/// checks the CA Secrets of its signing and validating MRCs, and the full check (two PEM and
+/// X.509 parses and a P-256 scalar multiplication to match the key) costs more than the rest of
+/// a small sync. An entry is found by SHA-256 over the Secret's `ca.crt` and `private.key`
+/// values as sent, so a Secret that differs in any byte is checked afresh; only CAs that passed
+/// are stored, and expiry is checked against the request's time on every use. Bounded: the
+/// [`Self::CAPACITY`] most recently used.
+#[derive(Default)]
+pub struct CheckedCas {
+    recent: Mutex<VecDeque<([u8; 32], Arc<Ca>)>>,
+}
+
+impl CheckedCas {
+    pub const CAPACITY: usize = 64;
+
+    /// The CA of a Tresor CA Secret, from its `ca.crt` and `private.key` values (base64 of
+    /// PEM, as in the Secret's `data`): [`Ca::from_secret`] the first time, then remembered.
+    pub fn get(
+        &self,
+        ca_crt: Option<&str>,
+        private_key: Option<&str>,
+        now: OffsetDateTime,
+    ) -> Result<Arc<Ca>, PkiError> {
+        let mut hasher = Sha256::new();
+        for part in [ca_crt, private_key] {
+            let bytes = part.map_or(&[][..], str::as_bytes);
+            hasher.update([u8::from(part.is_some())]);
+            hasher.update((bytes.len() as u64).to_be_bytes());
+            hasher.update(bytes);
+        }
+        let digest: [u8; 32] = hasher.finalize().into();
+        if let Some(ca) = self.recall(&digest) {
+            check_expiry(ca.not_after, now)?;
+            return Ok(ca);
+        }
+        let crt = ca_crt.and_then(from_base64);
+        let key = private_key.and_then(from_base64);
+        let ca = Arc::new(Ca::from_secret(crt.as_deref(), key.as_deref(), now)?);
+        let mut recent = self.lock();
+        recent.push_front((digest, Arc::clone(&ca)));
+        recent.truncate(Self::CAPACITY);
+        Ok(ca)
+    }
+
+    /// The remembered CA of `digest`, moved to the front.
+    fn recall(&self, digest: &[u8; 32]) -> Option<Arc<Ca>> {
+        let mut recent = self.lock();
+        let at = recent.iter().position(|(d, _)| d == digest)?;
+        let entry = recent.remove(at)?;
+        let ca = Arc::clone(&entry.1);
+        recent.push_front(entry);
+        Some(ca)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<([u8; 32], Arc<Ca>)>> {
+        self.recent.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many CAs are remembered.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl std::fmt::Debug for CheckedCas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print a key: the count only.
+        f.debug_struct("CheckedCas")
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+/// A Secret value's bytes: standard base64 with padding, as Kubernetes writes `data`; `None`
+/// when it is not base64.
+pub fn from_base64(value: &str) -> Option<Vec<u8>> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(value).ok()
+}
+
 impl std::fmt::Debug for Ca {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the key.
@@ -171,6 +265,13 @@ fn time_of(t: x509_parser::time::ASN1Time) -> OffsetDateTime {
     t.to_datetime()
 }
 
+fn check_expiry(not_after: OffsetDateTime, now: OffsetDateTime) -> Result<(), PkiError> {
+    if now > not_after {
+        return Err(PkiError::Expired("ca.crt"));
+    }
+    Ok(())
+}
+
 /// A private key from PEM: a `PRIVATE KEY` (PKCS#8) block with an ECDSA P-256/P-384 or RSA key.
 fn private_key(bytes: &[u8], name: &'static str) -> Result<KeyPair, PkiError> {
     let block = pem_blocks(bytes)
@@ -194,9 +295,7 @@ impl Ca {
             return Err(PkiError::NotCa("ca.crt"));
         }
         let not_after = time_of(cert.validity().not_after);
-        if now > not_after {
-            return Err(PkiError::Expired("ca.crt"));
-        }
+        check_expiry(not_after, now)?;
         let key = private_key(key_pem, "private.key")?;
         if key.public_key_raw() != cert.public_key().subject_public_key.data.as_ref() {
             return Err(PkiError::KeyMismatch("private.key"));
@@ -205,11 +304,17 @@ impl Ca {
         let public_key_info = cert.public_key().raw.to_vec();
         Ok(Ca {
             der,
+            pem: String::from_utf8_lossy(ca_crt).into_owned(),
             subject,
             public_key_info,
             key,
             not_after,
         })
+    }
+
+    /// The `ca.crt` text the CA was read from.
+    pub fn pem(&self) -> &str {
+        &self.pem
     }
 
     /// Issues a leaf signed by this CA (cert-rotation.md §3.4).
@@ -694,6 +799,70 @@ mod tests {
         assert!(!memo.check(&spki, &der, || false));
         // Another issuer key with the same leaf is another entry.
         assert!(!memo.check(b"another key", &original, || false));
+    }
+
+    #[test]
+    fn checked_cas_are_remembered_but_expiry_and_changed_bytes_are_checked_every_time() {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let a = generate_ca("a", "td", NOW, &mut rng()).unwrap();
+        let b = generate_ca("b", "td", NOW, &mut rng()).unwrap();
+        let (crt, key) = (b64(&a.cert_pem), b64(&a.key_pem));
+        let cas = CheckedCas::default();
+        let first = cas.get(Some(&crt), Some(&key), NOW).unwrap();
+        assert_eq!(first.pem(), a.cert_pem);
+        assert_eq!(cas.len(), 1);
+        let again = cas.get(Some(&crt), Some(&key), NOW).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "the remembered CA is reused");
+        assert_eq!(cas.len(), 1);
+
+        // Remembered, yet expired at a later time.
+        let later = first.not_after + Duration::seconds(1);
+        assert_eq!(
+            cas.get(Some(&crt), Some(&key), later).unwrap_err(),
+            PkiError::Expired("ca.crt")
+        );
+        // Another key beside the same certificate is checked afresh, and failures are not kept.
+        assert_eq!(
+            cas.get(Some(&crt), Some(&b64(&b.key_pem)), NOW)
+                .unwrap_err(),
+            PkiError::KeyMismatch("private.key")
+        );
+        assert_eq!(
+            cas.get(Some(&crt), None, NOW).unwrap_err(),
+            PkiError::Missing("private.key")
+        );
+        assert_eq!(
+            cas.get(Some("not base64!"), Some(&key), NOW).unwrap_err(),
+            PkiError::Missing("ca.crt")
+        );
+        assert_eq!(cas.len(), 1);
+        assert!(!format!("{cas:?}").contains("PRIVATE"));
+    }
+
+    #[test]
+    fn the_ca_memo_is_bounded_and_keeps_what_is_used() {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let a = generate_ca("a", "td", NOW, &mut rng()).unwrap();
+        let key = b64(&a.key_pem);
+        // The same CA under distinct texts (trailing newlines) is one entry per text.
+        let crt = |i: usize| b64(&format!("{}{}", a.cert_pem, "\n".repeat(i)));
+        let cas = CheckedCas::default();
+        let kept = cas.get(Some(&crt(0)), Some(&key), NOW).unwrap();
+        let oldest = cas.get(Some(&crt(1)), Some(&key), NOW).unwrap();
+        for i in 2..=CheckedCas::CAPACITY + 5 {
+            cas.get(Some(&crt(i)), Some(&key), NOW).unwrap();
+            let used = cas.get(Some(&crt(0)), Some(&key), NOW).unwrap();
+            assert!(Arc::ptr_eq(&kept, &used), "used often, still there");
+        }
+        assert_eq!(cas.len(), CheckedCas::CAPACITY);
+        let rechecked = cas.get(Some(&crt(1)), Some(&key), NOW).unwrap();
+        assert!(
+            !Arc::ptr_eq(&oldest, &rechecked),
+            "the least recently used was dropped and is checked again"
+        );
+        assert_eq!(cas.len(), CheckedCas::CAPACITY);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! Adding a hook is one line here plus its module.
 
 use crate::contract::{encode, AdmissionRequest, ObjectMeta};
-use crate::pki::VerifiedSignatures;
+use crate::pki::PkiMemo;
 use crate::RequestError;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate};
 use rand_core::CryptoRngCore;
@@ -11,11 +11,12 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 /// What a hook may use besides its request: the time, randomness for key generation, and the
-/// memo of leaf signatures already verified (shared between requests; it only saves time).
+/// certificate memo (CAs checked and leaf signatures verified before; shared between requests,
+/// it only saves time).
 pub struct HookContext<'a> {
     pub now: OffsetDateTime,
     pub rng: &'a mut dyn CryptoRngCore,
-    pub verified: &'a VerifiedSignatures,
+    pub pki: &'a PkiMemo,
 }
 
 /// What a hook answers: the encoded response and what the request was about, for logs.
@@ -215,7 +216,7 @@ pub(crate) fn answer_of(
     let mut ctx = HookContext {
         now,
         rng: &mut rand_core::OsRng,
-        verified: &VerifiedSignatures::default(),
+        pki: &PkiMemo::default(),
     };
     let output = hook(&body, &mut ctx).expect("the hook answers");
     serde_json::from_slice(&output.body).expect("a JSON answer")

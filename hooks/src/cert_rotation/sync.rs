@@ -8,11 +8,12 @@ use crate::mesh_root_certificate::model::{
     DataObjectOut, MetaOut, Mrc, Provider, Role, CONFIGMAP_KEY, MANAGED_BY, MRC_KEY, SECRET_KEY,
 };
 use crate::meta::{Condition, PreviousConditions};
-use crate::pki::{Ca, LeafRequest, VerifiedSignatures};
+use crate::pki::{Ca, CheckedCas, LeafRequest, PkiMemo, VerifiedSignatures};
 use rand_core::CryptoRngCore;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 use time::OffsetDateTime;
 
 pub const LABEL_MANAGER: &str = "metahooks.dev/certificate-manager";
@@ -79,7 +80,7 @@ fn frozen(reason: &'static str, message: impl Into<String>) -> Frozen {
 struct Issuers<'a> {
     signing: &'a Mrc,
     validating: &'a Mrc,
-    signing_ca: Ca,
+    signing_ca: Arc<Ca>,
     trust_pem: String,
 }
 
@@ -87,19 +88,23 @@ pub fn sync(
     req: &SyncRequest,
     now: OffsetDateTime,
     rng: &mut dyn CryptoRngCore,
-    verified: &VerifiedSignatures,
+    memo: &PkiMemo,
 ) -> SyncResponse {
     let parent = &req.parent;
     let previous = &parent.status;
     let generation = parent.metadata.generation;
-    match plan(req, now) {
-        Ok((spec, issuers)) => issue(req, &spec, &issuers, now, rng, verified),
+    match plan(req, now, &memo.cas) {
+        Ok((spec, issuers)) => issue(req, &spec, &issuers, now, rng, &memo.signatures),
         Err(f) => freeze(req, f, previous, generation, now),
     }
 }
 
 /// §3.1 and §3.2: the checks, in order, and the choice of the signing and validating issuers.
-fn plan(req: &SyncRequest, now: OffsetDateTime) -> Result<(ManagerSpec, Issuers<'_>), Frozen> {
+fn plan<'r>(
+    req: &'r SyncRequest,
+    now: OffsetDateTime,
+    cas: &CheckedCas,
+) -> Result<(ManagerSpec, Issuers<'r>), Frozen> {
     let parent = &req.parent;
     let ns = parent.metadata.namespace.as_deref().unwrap_or("");
     let spec = spec::parse(&parent.spec).map_err(|m| frozen("InvalidSpec", m))?;
@@ -174,15 +179,12 @@ fn plan(req: &SyncRequest, now: OffsetDateTime) -> Result<(ManagerSpec, Issuers<
 
     let (signing, validating) = choose(&in_use, parent.status.signing_issuer.as_deref())
         .ok_or_else(|| frozen("NoActiveMRC", "no active MeshRootCertificate"))?;
-    let mut cas = Vec::with_capacity(2);
-    for mrc in [signing, validating] {
-        cas.push(usable_ca(mrc, &related_secrets, now)?);
-    }
-    let validating_ca_text = cas.pop().map(|(_, text)| text).unwrap_or_default();
-    let (signing_ca, signing_text) = cas.pop().ok_or_else(|| frozen("CAUnavailable", "no CA"))?;
-    let mut trust_pem = with_newline(&signing_text);
-    if validating.metadata.name != signing.metadata.name && validating_ca_text != signing_text {
-        trust_pem.push_str(&with_newline(&validating_ca_text));
+    let signing_ca = usable_ca(signing, &related_secrets, now, cas)?;
+    let validating_ca = usable_ca(validating, &related_secrets, now, cas)?;
+    let mut trust_pem = with_newline(signing_ca.pem());
+    if validating.metadata.name != signing.metadata.name && validating_ca.pem() != signing_ca.pem()
+    {
+        trust_pem.push_str(&with_newline(validating_ca.pem()));
     }
     Ok((
         spec,
@@ -216,12 +218,13 @@ fn choose<'a>(
     }
 }
 
-/// §3.1 step 5 for one issuer: its provider and its Tresor CA, with the `ca.crt` text.
+/// §3.1 step 5 for one issuer: its provider and its Tresor CA.
 fn usable_ca(
     mrc: &Mrc,
     secrets: &[&DataObject],
     now: OffsetDateTime,
-) -> Result<(Ca, String), Frozen> {
+    cas: &CheckedCas,
+) -> Result<Arc<Ca>, Frozen> {
     let name = &mrc.metadata.name;
     let secret_name = match provider(&mrc.spec) {
         Ok(Provider::Tresor(secret)) => secret,
@@ -244,16 +247,13 @@ fn usable_ca(
             format!("MeshRootCertificate {name}: CA Secret {secret_name} does not exist yet"),
         ));
     };
-    let ca_crt = secret.secret_value("ca.crt");
-    let key = secret.secret_value("private.key");
-    let ca = Ca::from_secret(ca_crt.as_deref(), key.as_deref(), now).map_err(|e| {
-        frozen(
-            "CAUnavailable",
-            format!("MeshRootCertificate {name}: CA Secret {secret_name}: {e}"),
-        )
-    })?;
-    let text = String::from_utf8_lossy(ca_crt.as_deref().unwrap_or_default()).into_owned();
-    Ok((ca, text))
+    cas.get(secret.value("ca.crt"), secret.value("private.key"), now)
+        .map_err(|e| {
+            frozen(
+                "CAUnavailable",
+                format!("MeshRootCertificate {name}: CA Secret {secret_name}: {e}"),
+            )
+        })
 }
 
 fn with_newline(text: &str) -> String {

@@ -380,3 +380,52 @@ fn rule_2_customize_asks_for_mrcs_and_secrets_of_the_namespace() {
         {"apiVersion": "v1", "resource": "secrets", "namespace": NS}]})
     );
 }
+
+#[test]
+fn a_shared_memo_checks_each_ca_once_and_follows_changed_ca_secrets() {
+    let memo = crate::pki::PkiMemo::default();
+    let run_with = |body: &[u8]| {
+        let req: SyncRequest = decode(body).unwrap();
+        serde_json::to_value(sync(&req, NOW, &mut rand_core::OsRng, &memo)).unwrap()
+    };
+    let mrcs = [
+        mrc("a", json!("active"), tresor("a-ca")),
+        mrc("b", json!("passive"), tresor("b-ca")),
+    ];
+    let bundle = |resp: &Value| {
+        resp["children"][0]["data"]["ca.crt"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let secrets = [ca_secret("a-ca", "a"), ca_secret("b-ca", "b")];
+    let first = run_with(&request(spec(), json!({}), &mrcs, &secrets, &[]));
+    let again = run_with(&request(spec(), json!({}), &mrcs, &secrets, &[]));
+    assert_eq!(memo.cas.len(), 2, "each CA Secret checked once");
+    assert_eq!(first["status"], again["status"]);
+    assert_eq!(bundle(&first), bundle(&again));
+
+    // The same Secret name with new content: the new CA is checked and trusted, not the old.
+    let renewed = [ca_secret("a-ca", "a"), secrets[1].clone()];
+    let after = run_with(&request(spec(), json!({}), &mrcs, &renewed, &[]));
+    assert_eq!(memo.cas.len(), 3);
+    let pem = |secret: &Value| {
+        let text = crate::pki::from_base64(secret["data"]["ca.crt"].as_str().unwrap()).unwrap();
+        String::from_utf8(text).unwrap()
+    };
+    assert!(bundle(&after).contains(&pem(&renewed[0])));
+    assert!(!bundle(&after).contains(&pem(&secrets[0])));
+
+    // A CA Secret whose key was swapped for another CA's is refused although its certificate
+    // was checked before.
+    let mut broken = secrets[0].clone();
+    broken["data"]["private.key"] = secrets[1]["data"]["private.key"].clone();
+    let refused = run_with(&request(
+        spec(),
+        json!({}),
+        &mrcs,
+        &[broken, secrets[1].clone()],
+        &[],
+    ));
+    assert_eq!(ready(&refused), ("False".into(), "CAUnavailable".into()));
+}

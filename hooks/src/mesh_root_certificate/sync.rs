@@ -9,7 +9,7 @@ use crate::cert_rotation::spec::longest_validity;
 use crate::cert_rotation::sync::Manager;
 use crate::contract::{object_maps, DecoratorRequest, DecoratorResponse};
 use crate::meta::{parse_rfc3339, Condition};
-use crate::pki::{generate_ca, Ca};
+use crate::pki::{generate_ca, CheckedCas};
 use rand_core::CryptoRngCore;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -58,7 +58,12 @@ impl Usage {
     }
 }
 
-pub fn sync(req: &SyncRequest, now: OffsetDateTime, rng: &mut dyn CryptoRngCore) -> SyncResponse {
+pub fn sync(
+    req: &SyncRequest,
+    now: OffsetDateTime,
+    rng: &mut dyn CryptoRngCore,
+    cas: &CheckedCas,
+) -> SyncResponse {
     let mrc = &req.object;
     let name = mrc.metadata.name.as_str();
     let ns = mrc.metadata.namespace.as_deref().unwrap_or("");
@@ -92,7 +97,7 @@ pub fn sync(req: &SyncRequest, now: OffsetDateTime, rng: &mut dyn CryptoRngCore)
         .iter()
         .map(|s| DataObjectOut::observed("Secret", s, ns))
         .collect();
-    let error = ca_secret(req, usage, now, rng, &mut attachments)
+    let error = ca_secret(req, usage, now, rng, cas, &mut attachments)
         .err()
         .or_else(|| role_combination(req, ns).err());
     attachments.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
@@ -215,6 +220,7 @@ fn ca_secret(
     usage: Usage,
     now: OffsetDateTime,
     rng: &mut dyn CryptoRngCore,
+    cas: &CheckedCas,
     attachments: &mut Vec<DataObjectOut>,
 ) -> Result<(), Problem> {
     let mrc = &req.object;
@@ -284,9 +290,7 @@ fn ca_secret(
             return Ok(());
         }
     };
-    let crt = secret.secret_value("ca.crt");
-    let key = secret.secret_value("private.key");
-    Ca::from_secret(crt.as_deref(), key.as_deref(), now)
+    cas.get(secret.value("ca.crt"), secret.value("private.key"), now)
         .map(|_| ())
         .map_err(|e| ("CAUnusable", format!("CA Secret {secret_name}: {e}")))
 }

@@ -57,7 +57,7 @@ fn run(
         "related": {"MeshRootCertificate.config.openservicemesh.io/v1alpha2": keyed(mrcs),
                     "CertificateManager.metahooks.dev/v1alpha1": keyed(managers), "Secret.v1": keyed(secrets)}})).unwrap();
     let req: SyncRequest = decode(&body).unwrap();
-    serde_json::to_value(sync(&req, NOW, &mut rand_core::OsRng)).unwrap()
+    serde_json::to_value(sync(&req, NOW, &mut rand_core::OsRng, &Default::default())).unwrap()
 }
 
 fn accepted(resp: &Value) -> (&str, &str) {
