@@ -55,7 +55,7 @@ pub struct AppState {
     pub ready: AtomicBool,
     /// The `now` handed to hooks: the system clock, or a test's fixed or virtual clock.
     pub clock: Clock,
-    /// CA Secrets checked and leaf signatures verified before (bounded memos, see `pki`).
+    /// CA Secrets and leaves cert-rotation has checked before (bounded memos, see `pki`).
     pki: PkiMemo,
     in_flight: Arc<Semaphore>,
 }

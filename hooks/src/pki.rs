@@ -9,7 +9,7 @@ use rcgen::{
     Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
 };
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use time::{Duration, OffsetDateTime};
 use x509_parser::certificate::X509Certificate;
@@ -47,9 +47,10 @@ pub struct Ca {
     der: Vec<u8>,
     /// The `ca.crt` text as given, for the trust bundle.
     pem: String,
-    /// The DER of the certificate's subject name and of its SubjectPublicKeyInfo.
+    /// The DER of the certificate's subject name.
     subject: Vec<u8>,
-    public_key_info: Vec<u8>,
+    /// SHA-256 of the certificate's DER.
+    fingerprint: [u8; 32],
     key: KeyPair,
     pub not_after: OffsetDateTime,
 }
@@ -58,70 +59,64 @@ pub struct Ca {
 /// it saves time and never changes an answer.
 #[derive(Debug, Default)]
 pub struct PkiMemo {
-    pub signatures: VerifiedSignatures,
+    pub leaves: CheckedLeaves,
     pub cas: CheckedCas,
 }
 
-/// Leaf signatures already verified, remembered between syncs: Metacontroller resyncs every
-/// parent again and again with the same leaves, and one ECDSA verification costs more than
-/// parsing the whole leaf Secret. An entry is SHA-256 over the issuer's SubjectPublicKeyInfo and
-/// the whole leaf DER, so a leaf or CA that differs in any byte is verified afresh; only
-/// successful checks are stored. Bounded: two generations of at most [`Self::GENERATION`]
-/// digests each (a hit in the older one is carried into the newer one), so at most about
-/// 2.2 MiB. The memo changes how fast a check is, never its result.
+/// Leaves already found to be what a CA issues for a certificate request, remembered between
+/// syncs: Metacontroller resyncs every parent again and again with the same leaves, and reading a
+/// leaf (base64, PEM, X.509, one ECDSA verification) costs far more than hashing its Secret
+/// values. An entry is SHA-256 over the CA certificate, the Secret's `tls.crt` and `tls.key`
+/// values as sent and the names asked for, so a leaf, CA or request that differs in any byte is
+/// checked afresh; its value is the leaf's validity, so that renewal is decided against each
+/// request's time. Only leaves that passed are stored. Bounded: two generations of at most
+/// [`Self::GENERATION`] entries each (a hit in the older one is carried into the newer one), so
+/// at most about 4 MiB. The memo changes how fast a check is, never its result.
 #[derive(Debug, Default)]
-pub struct VerifiedSignatures {
-    generations: Mutex<[HashSet<[u8; 32]>; 2]>,
+pub struct CheckedLeaves {
+    generations: Mutex<[HashMap<[u8; 32], Validity>; 2]>,
 }
 
-impl VerifiedSignatures {
+impl CheckedLeaves {
     pub const GENERATION: usize = 28_000;
 
-    /// Whether `leaf_der` carries a valid signature by the key of `issuer_key_info`; `verify`
-    /// runs only when this pair has not passed before.
-    fn check(
-        &self,
-        issuer_key_info: &[u8],
-        leaf_der: &[u8],
-        verify: impl FnOnce() -> bool,
-    ) -> bool {
-        let digest: [u8; 32] = Sha256::new()
-            .chain_update((issuer_key_info.len() as u64).to_be_bytes())
-            .chain_update(issuer_key_info)
-            .chain_update(leaf_der)
-            .finalize()
-            .into();
-        if self.remember(digest, false) {
-            return true;
-        }
-        let valid = verify();
-        if valid {
-            self.remember(digest, true);
-        }
-        valid
-    }
-
-    /// Looks `digest` up (carrying an old hit forward) or, with `insert`, stores it. Returns
-    /// whether it was known.
-    fn remember(&self, digest: [u8; 32], insert: bool) -> bool {
-        let mut guard = self.generations.lock().unwrap_or_else(|p| p.into_inner());
+    /// The validity stored under `digest`, carrying an old hit into the current generation.
+    fn recall(&self, digest: &[u8; 32]) -> Option<Validity> {
+        let mut guard = self.lock();
         let [current, previous] = &mut *guard;
-        if current.contains(&digest) {
-            return true;
+        if let Some(v) = current.get(digest) {
+            return Some(*v);
         }
-        let known = previous.remove(&digest);
-        if known || insert {
-            if current.len() >= Self::GENERATION {
-                *previous = std::mem::take(current);
-            }
-            current.insert(digest);
-        }
-        known
+        let v = previous.remove(digest)?;
+        Self::insert(current, previous, *digest, v);
+        Some(v)
     }
 
-    /// How many digests are held (both generations).
+    fn store(&self, digest: [u8; 32], validity: Validity) {
+        let mut guard = self.lock();
+        let [current, previous] = &mut *guard;
+        Self::insert(current, previous, digest, validity);
+    }
+
+    fn insert(
+        current: &mut HashMap<[u8; 32], Validity>,
+        previous: &mut HashMap<[u8; 32], Validity>,
+        digest: [u8; 32],
+        validity: Validity,
+    ) {
+        if current.len() >= Self::GENERATION {
+            *previous = std::mem::take(current);
+        }
+        current.insert(digest, validity);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, [HashMap<[u8; 32], Validity>; 2]> {
+        self.generations.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many leaves are remembered (both generations).
     pub fn len(&self) -> usize {
-        let guard = self.generations.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = self.lock();
         guard[0].len() + guard[1].len()
     }
 
@@ -235,6 +230,13 @@ pub struct LeafFacts {
     pub signed_by_ca: bool,
 }
 
+/// When a leaf is valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Validity {
+    pub not_before: OffsetDateTime,
+    pub not_after: OffsetDateTime,
+}
+
 /// What to put in a leaf.
 #[derive(Debug, Clone)]
 pub struct LeafRequest<'a> {
@@ -242,6 +244,17 @@ pub struct LeafRequest<'a> {
     pub dns_names: &'a [String],
     pub uri: Option<String>,
     pub validity: Duration,
+}
+
+impl LeafRequest<'_> {
+    /// The DNS names a leaf carries: those asked for, or else the common name.
+    fn dns_names_or_common_name(&self) -> BTreeSet<&str> {
+        if self.dns_names.is_empty() {
+            BTreeSet::from([self.common_name])
+        } else {
+            self.dns_names.iter().map(String::as_str).collect()
+        }
+    }
 }
 
 fn pem_blocks(bytes: &[u8]) -> impl Iterator<Item = Pem> + '_ {
@@ -301,12 +314,11 @@ impl Ca {
             return Err(PkiError::KeyMismatch("private.key"));
         }
         let subject = cert.subject().as_raw().to_vec();
-        let public_key_info = cert.public_key().raw.to_vec();
         Ok(Ca {
+            fingerprint: Sha256::digest(&der).into(),
             der,
             pem: String::from_utf8_lossy(ca_crt).into_owned(),
             subject,
-            public_key_info,
             key,
             not_after,
         })
@@ -326,12 +338,7 @@ impl Ca {
     ) -> Result<PemPair, PkiError> {
         let key = new_p256_key(rng)?;
         let mut params = new_params(leaf.common_name, now, now + leaf.validity, rng);
-        let names: Vec<&str> = if leaf.dns_names.is_empty() {
-            vec![leaf.common_name]
-        } else {
-            leaf.dns_names.iter().map(String::as_str).collect()
-        };
-        for name in names {
+        for name in leaf.dns_names_or_common_name() {
             let san = name.to_owned().try_into().map_err(|_| PkiError::Signing)?;
             params.subject_alt_names.push(SanType::DnsName(san));
         }
@@ -366,14 +373,50 @@ impl Ca {
         })
     }
 
-    /// Reads a leaf's `tls.crt` and `tls.key`: `None` when either does not parse or they do
-    /// not match each other. Signatures that passed before are looked up in `verified`.
-    pub fn inspect_leaf(
+    /// The validity of the leaf in a Secret's `tls.crt` and `tls.key` values (base64 of PEM),
+    /// when it is what this CA issues for `want`: its key matches it, its issuer is this CA
+    /// with a signature by this CA's key, and it names the common name, the DNS names (the
+    /// common name when none are asked for) and the URI asked for. `None` otherwise. Leaves
+    /// that passed before are found in `memo` without being read.
+    pub fn issued_leaf(
         &self,
-        tls_crt: &[u8],
-        tls_key: &[u8],
-        verified: &VerifiedSignatures,
-    ) -> Option<LeafFacts> {
+        tls_crt: &str,
+        tls_key: &str,
+        want: &LeafRequest,
+        memo: &CheckedLeaves,
+    ) -> Option<Validity> {
+        let dns_names = want.dns_names_or_common_name();
+        let mut hasher = Sha256::new().chain_update(self.fingerprint);
+        let uri = want.uri.as_deref();
+        let fields = [tls_crt, tls_key, want.common_name, uri.unwrap_or("")];
+        for field in fields.into_iter().chain(dns_names.iter().copied()) {
+            hasher.update((field.len() as u64).to_be_bytes());
+            hasher.update(field);
+        }
+        hasher.update([u8::from(uri.is_some())]);
+        let digest: [u8; 32] = hasher.finalize().into();
+        if let Some(validity) = memo.recall(&digest) {
+            return Some(validity);
+        }
+        let facts = self.inspect_leaf(&from_base64(tls_crt)?, &from_base64(tls_key)?)?;
+        let good = facts.signed_by_ca
+            && facts.common_name == want.common_name
+            && facts.dns_names.iter().map(String::as_str).eq(dns_names)
+            && facts.uris.iter().map(String::as_str).eq(uri);
+        if !good {
+            return None;
+        }
+        let validity = Validity {
+            not_before: facts.not_before,
+            not_after: facts.not_after,
+        };
+        memo.store(digest, validity);
+        Some(validity)
+    }
+
+    /// Reads a leaf's `tls.crt` and `tls.key` (PEM): `None` when either does not parse or they
+    /// do not match each other.
+    pub fn inspect_leaf(&self, tls_crt: &[u8], tls_key: &[u8]) -> Option<LeafFacts> {
         let der = first_certificate(tls_crt)?;
         let leaf = parse(&der)?;
         let leaf_public = leaf.public_key().subject_public_key.data.as_ref();
@@ -393,10 +436,8 @@ impl Ca {
             }
         }
         let signed_by_ca = leaf.issuer().as_raw() == self.subject.as_slice()
-            && verified.check(&self.public_key_info, &der, || {
-                parse(&self.der)
-                    .is_some_and(|ca| leaf.verify_signature(Some(ca.public_key())).is_ok())
-            });
+            && parse(&self.der)
+                .is_some_and(|ca| leaf.verify_signature(Some(ca.public_key())).is_ok());
         let common_name = leaf
             .subject()
             .iter_common_name()
@@ -587,7 +628,6 @@ mod tests {
         )
         .unwrap();
         let names = vec!["a.svc".to_owned(), "b.svc".to_owned()];
-        let memo = VerifiedSignatures::default();
         let leaf = ca
             .issue(
                 &LeafRequest {
@@ -601,7 +641,7 @@ mod tests {
             )
             .unwrap();
         let facts = ca
-            .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes(), &memo)
+            .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
             .unwrap();
         assert!(facts.signed_by_ca);
         assert_eq!(facts.common_name, "a.ns.cluster.local");
@@ -618,7 +658,7 @@ mod tests {
         .unwrap();
         assert!(
             !other
-                .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes(), &memo)
+                .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
                 .unwrap()
                 .signed_by_ca
         );
@@ -692,20 +732,17 @@ mod tests {
             uri: None,
             validity: Duration::hours(1),
         };
-        let memo = VerifiedSignatures::default();
         let one = ca.issue(&req, NOW, &mut rng()).unwrap();
         let two = ca.issue(&req, NOW, &mut rng()).unwrap();
         assert!(ca
-            .inspect_leaf(one.cert_pem.as_bytes(), one.key_pem.as_bytes(), &memo)
+            .inspect_leaf(one.cert_pem.as_bytes(), one.key_pem.as_bytes())
             .is_some());
         assert!(
-            ca.inspect_leaf(one.cert_pem.as_bytes(), two.key_pem.as_bytes(), &memo)
+            ca.inspect_leaf(one.cert_pem.as_bytes(), two.key_pem.as_bytes())
                 .is_none(),
             "another key"
         );
-        assert!(ca
-            .inspect_leaf(one.cert_pem.as_bytes(), b"junk", &memo)
-            .is_none());
+        assert!(ca.inspect_leaf(one.cert_pem.as_bytes(), b"junk").is_none());
         // The keys we issue carry their public key; a document without one is not misread.
         let der = x509_parser::pem::Pem::iter_from_buffer(one.key_pem.as_bytes())
             .next()
@@ -758,47 +795,68 @@ mod tests {
     }
 
     #[test]
-    fn remembered_signatures_are_reused_and_never_vouch_for_other_bytes() {
+    fn remembered_leaves_are_reused_and_never_vouch_for_other_bytes_or_requests() {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
         let a = generate_ca("a", "td", NOW, &mut rng()).unwrap();
         let ca =
             Ca::from_secret(Some(a.cert_pem.as_bytes()), Some(a.key_pem.as_bytes()), NOW).unwrap();
-        let req = LeafRequest {
+        let want = LeafRequest {
             common_name: "a.ns.cluster.local",
             dns_names: &[],
             uri: None,
             validity: Duration::hours(1),
         };
-        let leaf = ca.issue(&req, NOW, &mut rng()).unwrap();
-        let memo = VerifiedSignatures::default();
-        let inspect = |crt: &str| {
-            ca.inspect_leaf(crt.as_bytes(), leaf.key_pem.as_bytes(), &memo)
-                .unwrap()
-        };
-        assert!(inspect(&leaf.cert_pem).signed_by_ca);
-        assert_eq!(memo.len(), 1);
-        assert!(inspect(&leaf.cert_pem).signed_by_ca, "a hit");
+        let leaf = ca.issue(&want, NOW, &mut rng()).unwrap();
+        let (crt, key) = (b64(&leaf.cert_pem), b64(&leaf.key_pem));
+        let memo = CheckedLeaves::default();
+        let validity = ca.issued_leaf(&crt, &key, &want, &memo).unwrap();
+        assert_eq!(validity.not_after - validity.not_before, Duration::hours(1));
         assert_eq!(memo.len(), 1);
 
-        // The same signature over a changed name: the memo holds the original, yet this is
-        // verified afresh and fails.
+        // A second look is answered by the memo: mark the stored entry and see it come back.
+        let marked = Validity {
+            not_before: NOW,
+            not_after: NOW + Duration::days(9),
+        };
+        for v in memo.lock()[0].values_mut() {
+            *v = marked;
+        }
+        assert_eq!(ca.issued_leaf(&crt, &key, &want, &memo), Some(marked));
+        assert_eq!(memo.len(), 1);
+
+        // The same signature over a changed name is read afresh and fails.
         let mut der = first_certificate(leaf.cert_pem.as_bytes()).unwrap();
         let at = der
             .windows(4)
             .position(|w| w == b"a.ns")
             .expect("the CN is in the DER");
         der[at] = b'b';
-        let forged = inspect(&pem_of(&der));
-        assert_eq!(forged.common_name, "b.ns.cluster.local");
-        assert!(!forged.signed_by_ca);
+        let forged = b64(&pem_of(&der));
+        let forged_want = LeafRequest {
+            common_name: "b.ns.cluster.local",
+            ..want.clone()
+        };
+        assert_eq!(ca.issued_leaf(&forged, &key, &forged_want, &memo), None);
+        // Another request, another key or another CA is another entry, checked in full.
+        let more_names = ["web".to_owned()];
+        let other_names = LeafRequest {
+            dns_names: &more_names,
+            ..want.clone()
+        };
+        assert_eq!(ca.issued_leaf(&crt, &key, &other_names, &memo), None);
+        let with_uri = LeafRequest {
+            uri: Some("spiffe://td/a/ns".into()),
+            ..want.clone()
+        };
+        assert_eq!(ca.issued_leaf(&crt, &key, &with_uri, &memo), None);
+        let other_key = b64(&ca.issue(&want, NOW, &mut rng()).unwrap().key_pem);
+        assert_eq!(ca.issued_leaf(&crt, &other_key, &want, &memo), None);
+        let b = generate_ca("a", "td", NOW, &mut rng()).unwrap();
+        let b =
+            Ca::from_secret(Some(b.cert_pem.as_bytes()), Some(b.key_pem.as_bytes()), NOW).unwrap();
+        assert_eq!(b.issued_leaf(&crt, &key, &want, &memo), None);
         assert_eq!(memo.len(), 1, "failures are not stored");
-
-        // A check that passed before is not run again; one that did not pass is run.
-        let spki = ca.public_key_info.clone();
-        let original = first_certificate(leaf.cert_pem.as_bytes()).unwrap();
-        assert!(memo.check(&spki, &original, || unreachable!("remembered")));
-        assert!(!memo.check(&spki, &der, || false));
-        // Another issuer key with the same leaf is another entry.
-        assert!(!memo.check(b"another key", &original, || false));
     }
 
     #[test]
@@ -866,23 +924,32 @@ mod tests {
     }
 
     #[test]
-    fn the_signature_memo_is_bounded_and_keeps_what_is_used() {
-        let memo = VerifiedSignatures::default();
-        let n = VerifiedSignatures::GENERATION;
-        memo.check(b"k", b"kept", || true);
+    fn the_leaf_memo_is_bounded_and_keeps_what_is_used() {
+        let memo = CheckedLeaves::default();
+        let n = CheckedLeaves::GENERATION;
+        let v = Validity {
+            not_before: NOW,
+            not_after: NOW,
+        };
+        let digest = |i: usize| {
+            let mut d = [0u8; 32];
+            d[..8].copy_from_slice(&(i as u64).to_be_bytes());
+            d
+        };
+        let kept = [0xff; 32];
+        memo.store(kept, v);
         for i in 0..2 * n + 10 {
-            memo.check(b"k", &i.to_be_bytes(), || true);
+            memo.store(digest(i), v);
             if i % 1000 == 0 {
-                assert!(memo.check(b"k", b"kept", || unreachable!("used often")));
+                assert_eq!(memo.recall(&kept), Some(v), "used often");
             }
         }
         assert!(memo.len() <= 2 * n);
-        assert!(memo.check(b"k", b"kept", || unreachable!("still there")));
-        let mut ran = false;
-        memo.check(b"k", &0usize.to_be_bytes(), || {
-            ran = true;
-            true
-        });
-        assert!(ran, "the oldest unused entry was dropped");
+        assert_eq!(memo.recall(&kept), Some(v), "still there");
+        assert_eq!(
+            memo.recall(&digest(0)),
+            None,
+            "the oldest unused entry was dropped"
+        );
     }
 }

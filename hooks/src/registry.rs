@@ -11,8 +11,8 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 /// What a hook may use besides its request: the time, randomness for key generation, and the
-/// certificate memo (CAs checked and leaf signatures verified before; shared between requests,
-/// it only saves time).
+/// certificate memo (CA Secrets and leaves checked before; shared between requests, it only
+/// saves time).
 pub struct HookContext<'a> {
     pub now: OffsetDateTime,
     pub rng: &'a mut dyn CryptoRngCore,
@@ -204,7 +204,7 @@ pub fn find(id: &str) -> Option<&'static Hook> {
     HOOKS.iter().find(|h| h.id == id)
 }
 
-/// Runs `hook` on `request` at `now` with fresh randomness and an empty signature memo, and
+/// Runs `hook` on `request` at `now` with fresh randomness and an empty certificate memo, and
 /// returns its JSON answer: the unit tests' way of calling a hook as the server does.
 #[cfg(test)]
 pub(crate) fn answer_of(

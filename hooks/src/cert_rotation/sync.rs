@@ -8,11 +8,11 @@ use crate::mesh_root_certificate::model::{
     DataObjectOut, MetaOut, Mrc, Provider, Role, CONFIGMAP_KEY, MANAGED_BY, MRC_KEY, SECRET_KEY,
 };
 use crate::meta::{Condition, PreviousConditions};
-use crate::pki::{Ca, CheckedCas, LeafRequest, PkiMemo, VerifiedSignatures};
+use crate::pki::{Ca, CheckedCas, CheckedLeaves, LeafRequest, PkiMemo};
 use rand_core::CryptoRngCore;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use time::OffsetDateTime;
 
@@ -94,7 +94,7 @@ pub fn sync(
     let previous = &parent.status;
     let generation = parent.metadata.generation;
     match plan(req, now, &memo.cas) {
-        Ok((spec, issuers)) => issue(req, &spec, &issuers, now, rng, &memo.signatures),
+        Ok((spec, issuers)) => issue(req, &spec, &issuers, now, rng, &memo.leaves),
         Err(f) => freeze(req, f, previous, generation, now),
     }
 }
@@ -278,7 +278,7 @@ fn issue(
     issuers: &Issuers,
     now: OffsetDateTime,
     rng: &mut dyn CryptoRngCore,
-    verified: &VerifiedSignatures,
+    leaves: &CheckedLeaves,
 ) -> SyncResponse {
     let parent = &req.parent;
     let ns = parent.metadata.namespace.as_deref().unwrap_or("");
@@ -307,41 +307,35 @@ fn issue(
         .collect();
     let mut earliest_renewal: Option<OffsetDateTime> = None;
     for cert in &spec.certificates {
-        let uri = spiffe_uri(issuers.signing, cert);
+        let want = LeafRequest {
+            common_name: &cert.common_name,
+            dns_names: &cert.dns_names,
+            uri: spiffe_uri(issuers.signing, cert),
+            validity: cert.validity,
+        };
         let observed = observed_leaves.get(cert.secret_name.as_str()).copied();
-        let kept = observed.and_then(|o| keep(o, cert, uri.as_deref(), issuers, now, verified));
+        let kept = observed.and_then(|o| keep(o, &want, issuers, now, leaves));
         let (tls_crt, tls_key, renewal) = match kept {
             Some(k) => k,
-            None => {
-                let leaf = LeafRequest {
-                    common_name: &cert.common_name,
-                    dns_names: &cert.dns_names,
-                    uri: uri.clone(),
-                    validity: cert.validity,
-                };
-                match issuers.signing_ca.issue(&leaf, now, rng) {
-                    Ok(pair) => (
-                        b64(pair.cert_pem.as_bytes()),
-                        b64(pair.key_pem.as_bytes()),
-                        now + cert.validity - cert.validity / 3,
-                    ),
-                    Err(e) => {
-                        return freeze(
-                            req,
-                            frozen(
-                                "CAUnavailable",
-                                format!(
-                                    "MeshRootCertificate {s}: issuing {}: {e}",
-                                    cert.secret_name
-                                ),
-                            ),
-                            &parent.status,
-                            parent.metadata.generation,
-                            now,
-                        )
-                    }
+            None => match issuers.signing_ca.issue(&want, now, rng) {
+                Ok(pair) => (
+                    b64(pair.cert_pem.as_bytes()),
+                    b64(pair.key_pem.as_bytes()),
+                    now + cert.validity - cert.validity / 3,
+                ),
+                Err(e) => {
+                    return freeze(
+                        req,
+                        frozen(
+                            "CAUnavailable",
+                            format!("MeshRootCertificate {s}: issuing {}: {e}", cert.secret_name),
+                        ),
+                        &parent.status,
+                        parent.metadata.generation,
+                        now,
+                    )
                 }
-            }
+            },
         };
         earliest_renewal = Some(earliest_renewal.map_or(renewal, |e| e.min(renewal)));
         children.push(DataObjectOut {
@@ -400,11 +394,10 @@ fn spiffe_uri(signing: &Mrc, cert: &Certificate) -> Option<String> {
 /// asks for, and has more than a third of its validity left. Returns its data and renewal point.
 fn keep(
     observed: &DataObject,
-    cert: &Certificate,
-    uri: Option<&str>,
+    want: &LeafRequest,
     issuers: &Issuers,
     now: OffsetDateTime,
-    verified: &VerifiedSignatures,
+    leaves: &CheckedLeaves,
 ) -> Option<(String, String, OffsetDateTime)> {
     let annotations = &observed.metadata.annotations;
     if annotations.get(ANNOTATION_SIGNING).map(String::as_str)
@@ -414,29 +407,12 @@ fn keep(
     {
         return None;
     }
-    let crt = observed.secret_value("tls.crt")?;
-    let key = observed.secret_value("tls.key")?;
-    let facts = issuers.signing_ca.inspect_leaf(&crt, &key, verified)?;
-    let expected_dns: BTreeSet<String> = if cert.dns_names.is_empty() {
-        BTreeSet::from([cert.common_name.clone()])
-    } else {
-        cert.dns_names.iter().cloned().collect()
-    };
-    let expected_uris: Vec<String> = uri.map(str::to_owned).into_iter().collect();
-    let lifetime = facts.not_after - facts.not_before;
-    let renewal = facts.not_after - lifetime / 3;
-    let good = facts.signed_by_ca
-        && facts.common_name == cert.common_name
-        && facts.dns_names == expected_dns
-        && facts.uris == expected_uris
-        && facts.not_after - now >= lifetime / 3;
-    good.then(|| {
-        (
-            observed.data.get("tls.crt").cloned().unwrap_or_default(),
-            observed.data.get("tls.key").cloned().unwrap_or_default(),
-            renewal,
-        )
-    })
+    let crt = observed.value("tls.crt")?;
+    let key = observed.value("tls.key")?;
+    let validity = issuers.signing_ca.issued_leaf(crt, key, want, leaves)?;
+    let lifetime = validity.not_after - validity.not_before;
+    let renewal = validity.not_after - lifetime / 3;
+    (validity.not_after - now >= lifetime / 3).then(|| (crt.to_owned(), key.to_owned(), renewal))
 }
 
 /// §3.6: nothing issued, nothing deleted, the previous issuers kept, Ready=False.

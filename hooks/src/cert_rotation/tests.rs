@@ -420,6 +420,38 @@ fn a_shared_memo_checks_each_ca_once_and_follows_changed_ca_secrets() {
     // was checked before.
     let mut broken = secrets[0].clone();
     broken["data"]["private.key"] = secrets[1]["data"]["private.key"].clone();
+    // A kept leaf is checked once; a spec asking for another name re-issues it all the same.
+    let leaf = first["children"][1].clone();
+    let kept = run_with(&request(
+        spec(),
+        json!({}),
+        &mrcs,
+        &secrets,
+        &[leaf.clone()],
+    ));
+    let kept_again = run_with(&request(
+        spec(),
+        json!({}),
+        &mrcs,
+        &secrets,
+        &[leaf.clone()],
+    ));
+    assert_eq!(kept["children"][1]["data"], leaf["data"]);
+    assert_eq!(kept_again["children"][1]["data"], leaf["data"]);
+    assert_eq!(memo.leaves.len(), 1);
+    let renamed = json!({"trustBundle": {"configMapName": "bundle"}, "certificates": [{"secretName": "leaf", "commonName": "api.mesh.cluster.local"}]});
+    let reissued = run_with(&request(
+        renamed,
+        json!({}),
+        &mrcs,
+        &secrets,
+        &[leaf.clone()],
+    ));
+    assert_ne!(
+        reissued["children"][1]["data"]["tls.crt"],
+        leaf["data"]["tls.crt"]
+    );
+
     let refused = run_with(&request(
         spec(),
         json!({}),

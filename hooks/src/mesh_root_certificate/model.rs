@@ -169,11 +169,6 @@ pub struct DataObject {
 }
 
 impl DataObject {
-    /// A Secret value, base64-decoded; `None` when absent or not base64.
-    pub fn secret_value(&self, key: &str) -> Option<Vec<u8>> {
-        crate::pki::from_base64(self.data.get(key)?)
-    }
-
     /// A `data` value as sent (base64 for a Secret).
     pub fn value(&self, key: &str) -> Option<&str> {
         self.data.get(key).map(String::as_str)
