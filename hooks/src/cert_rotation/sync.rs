@@ -5,7 +5,8 @@ use super::spec::{self, Certificate, ManagerSpec};
 use crate::contract::{object_maps, CompositeRequest, CompositeResponse, Object};
 use crate::mesh_root_certificate::model::{
     b64, check_combination, provider, role, spiffe_enabled, trust_domain, DataObject,
-    DataObjectOut, MetaOut, Mrc, Provider, Role, CONFIGMAP_KEY, MANAGED_BY, MRC_KEY, SECRET_KEY,
+    DataObjectOut, DataValue, MetaOut, Mrc, Provider, Role, CONFIGMAP_KEY, MANAGED_BY, MRC_KEY,
+    SECRET_KEY,
 };
 use crate::meta::{Condition, PreviousConditions};
 use crate::pki::{Ca, CheckedCas, CheckedLeaves, LeafRequest, PkiMemo};
@@ -35,21 +36,21 @@ pub type Manager = Object<Value, ManagerStatus>;
 
 object_maps! {
     /// The children: the trust-bundle ConfigMap and the leaf Secrets.
-    pub struct Children {
-        config_maps: DataObject = CONFIGMAP_KEY,
-        secrets: DataObject = SECRET_KEY,
+    pub struct Children<'a> {
+        config_maps: DataObject<'a> = CONFIGMAP_KEY,
+        secrets: DataObject<'a> = SECRET_KEY,
     }
 }
 
 object_maps! {
     /// The namespace's MRCs and Secrets.
-    pub struct Related {
+    pub struct Related<'a> {
         mrcs: Mrc = MRC_KEY,
-        secrets: DataObject = SECRET_KEY,
+        secrets: DataObject<'a> = SECRET_KEY,
     }
 }
 
-pub type SyncRequest = CompositeRequest<Manager, Children, Related>;
+pub type SyncRequest<'a> = CompositeRequest<Manager, Children<'a>, Related<'a>>;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -61,7 +62,7 @@ pub struct Status {
     pub conditions: Vec<Condition>,
 }
 
-pub type SyncResponse = CompositeResponse<Status, DataObjectOut>;
+pub type SyncResponse<'a> = CompositeResponse<Status, DataObjectOut<'a>>;
 
 /// A check of §3.1 that failed: the Ready reason and a message naming the objects involved.
 struct Frozen {
@@ -84,12 +85,12 @@ struct Issuers<'a> {
     trust_pem: String,
 }
 
-pub fn sync(
-    req: &SyncRequest,
+pub fn sync<'a>(
+    req: &SyncRequest<'a>,
     now: OffsetDateTime,
     rng: &mut dyn CryptoRngCore,
     memo: &PkiMemo,
-) -> SyncResponse {
+) -> SyncResponse<'a> {
     let parent = &req.parent;
     let previous = &parent.status;
     let generation = parent.metadata.generation;
@@ -247,13 +248,13 @@ fn usable_ca(
             format!("MeshRootCertificate {name}: CA Secret {secret_name} does not exist yet"),
         ));
     };
-    cas.get(secret.value("ca.crt"), secret.value("private.key"), now)
-        .map_err(|e| {
-            frozen(
-                "CAUnavailable",
-                format!("MeshRootCertificate {name}: CA Secret {secret_name}: {e}"),
-            )
-        })
+    let (crt, key) = (secret.value("ca.crt"), secret.value("private.key"));
+    cas.get(crt.as_deref(), key.as_deref(), now).map_err(|e| {
+        frozen(
+            "CAUnavailable",
+            format!("MeshRootCertificate {name}: CA Secret {secret_name}: {e}"),
+        )
+    })
 }
 
 fn with_newline(text: &str) -> String {
@@ -272,14 +273,14 @@ fn labels(manager: &str) -> BTreeMap<String, String> {
 }
 
 /// §3.3-§3.5: the trust bundle and every leaf, kept when still good, else issued anew.
-fn issue(
-    req: &SyncRequest,
+fn issue<'a>(
+    req: &SyncRequest<'a>,
     spec: &ManagerSpec,
     issuers: &Issuers,
     now: OffsetDateTime,
     rng: &mut dyn CryptoRngCore,
     leaves: &CheckedLeaves,
-) -> SyncResponse {
+) -> SyncResponse<'a> {
     let parent = &req.parent;
     let ns = parent.metadata.namespace.as_deref().unwrap_or("");
     let manager = parent.metadata.name.as_str();
@@ -296,7 +297,10 @@ fn issue(
             annotations: BTreeMap::new(),
         },
         type_: None,
-        data: BTreeMap::from([("ca.crt".to_owned(), issuers.trust_pem.clone())]),
+        data: BTreeMap::from([(
+            "ca.crt".to_owned(),
+            DataValue::Made(issuers.trust_pem.clone()),
+        )]),
     });
     let trust_b64 = b64(issuers.trust_pem.as_bytes());
     let observed_leaves: HashMap<&str, &DataObject> = req
@@ -319,8 +323,8 @@ fn issue(
             Some(k) => k,
             None => match issuers.signing_ca.issue(&want, now, rng) {
                 Ok(pair) => (
-                    b64(pair.cert_pem.as_bytes()),
-                    b64(pair.key_pem.as_bytes()),
+                    DataValue::Made(b64(pair.cert_pem.as_bytes())),
+                    DataValue::Made(b64(pair.key_pem.as_bytes())),
                     now + cert.validity - cert.validity / 3,
                 ),
                 Err(e) => {
@@ -352,7 +356,7 @@ fn issue(
             },
             type_: Some("kubernetes.io/tls".to_owned()),
             data: BTreeMap::from([
-                ("ca.crt".to_owned(), trust_b64.clone()),
+                ("ca.crt".to_owned(), DataValue::Made(trust_b64.clone())),
                 ("tls.crt".to_owned(), tls_crt),
                 ("tls.key".to_owned(), tls_key),
             ]),
@@ -392,13 +396,13 @@ fn spiffe_uri(signing: &Mrc, cert: &Certificate) -> Option<String> {
 
 /// §3.3: an observed leaf is kept when it is ours under (S, V), signed by S, names what the spec
 /// asks for, and has more than a third of its validity left. Returns its data and renewal point.
-fn keep(
-    observed: &DataObject,
+fn keep<'a>(
+    observed: &DataObject<'a>,
     want: &LeafRequest,
     issuers: &Issuers,
     now: OffsetDateTime,
     leaves: &CheckedLeaves,
-) -> Option<(String, String, OffsetDateTime)> {
+) -> Option<(DataValue<'a>, DataValue<'a>, OffsetDateTime)> {
     let annotations = &observed.metadata.annotations;
     if annotations.get(ANNOTATION_SIGNING).map(String::as_str)
         != Some(issuers.signing.metadata.name.as_str())
@@ -407,22 +411,27 @@ fn keep(
     {
         return None;
     }
-    let crt = observed.value("tls.crt")?;
-    let key = observed.value("tls.key")?;
-    let validity = issuers.signing_ca.issued_leaf(crt, key, want, leaves)?;
+    let (crt, key) = (observed.data.get("tls.crt")?, observed.data.get("tls.key")?);
+    let validity = issuers
+        .signing_ca
+        .issued_leaf(&crt.text(), &key.text(), want, leaves)?;
     let lifetime = validity.not_after - validity.not_before;
     let renewal = validity.not_after - lifetime / 3;
-    (validity.not_after - now >= lifetime / 3).then(|| (crt.to_owned(), key.to_owned(), renewal))
+    (validity.not_after - now >= lifetime / 3).then_some((
+        DataValue::Observed(*crt),
+        DataValue::Observed(*key),
+        renewal,
+    ))
 }
 
 /// §3.6: nothing issued, nothing deleted, the previous issuers kept, Ready=False.
-fn freeze(
-    req: &SyncRequest,
+fn freeze<'a>(
+    req: &SyncRequest<'a>,
     f: Frozen,
     previous: &ManagerStatus,
     generation: Option<i64>,
     now: OffsetDateTime,
-) -> SyncResponse {
+) -> SyncResponse<'a> {
     let ns = req.parent.metadata.namespace.as_deref().unwrap_or("");
     let mut config_maps: Vec<&DataObject> = req.children.config_maps.iter().collect();
     config_maps.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));

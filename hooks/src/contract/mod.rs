@@ -21,7 +21,7 @@ pub use admission::{
 pub use composite::{CompositeRequest, CompositeResponse};
 pub use customize::{CustomizeRequest, CustomizeResponse, LabelSelector, RelatedResourceRule};
 pub use decorator::{DecoratorRequest, DecoratorResponse};
-pub use object::{lenient_string, null_as_default, Lenient, Object, ObjectMeta};
+pub use object::{lenient_string, null_as_default, Lenient, Object, ObjectMeta, RawString};
 pub(crate) use object_map::object_maps;
 pub use object_map::{ObjectMap, Objects};
 pub use patch::{escape_pointer, PatchOp};
@@ -143,6 +143,44 @@ mod tests {
         assert_eq!(e.path, "parent.generation");
         let e = decode::<Probe>(br#"{}"#).unwrap_err();
         assert_eq!(e.path, "parent");
+    }
+
+    #[test]
+    fn raw_strings_read_their_value_and_are_written_back_byte_for_byte() {
+        #[derive(Debug, serde::Deserialize, serde::Serialize)]
+        struct Data<'a> {
+            #[serde(borrow)]
+            data: std::collections::BTreeMap<String, RawString<'a>>,
+        }
+        let body = br#"{"data": {"plain": "TFMwdA==", "escaped": "a\/b\u0041\n"}}"#;
+        let d: Data = decode(body).unwrap();
+        assert_eq!(d.data["plain"].text(), "TFMwdA==");
+        assert!(matches!(
+            d.data["plain"].text(),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(d.data["escaped"].text(), "a/bA\n");
+        assert_eq!(
+            serde_json::to_string(&d).unwrap(),
+            r#"{"data":{"escaped":"a\/b\u0041\n","plain":"TFMwdA=="}}"#,
+            "written back as sent, escapes included"
+        );
+        for (value, kind) in [
+            ("1", "number"),
+            ("null", "null"),
+            ("true", "boolean"),
+            ("{}", "map"),
+            ("[]", "sequence"),
+        ] {
+            let body = format!(r#"{{"data": {{"tls.crt": {value}}}}}"#);
+            let e = decode::<Data>(body.as_bytes()).unwrap_err();
+            assert_eq!(e.path, "data.tls.crt");
+            assert!(
+                e.message.contains(kind) && e.message.contains("expected a string"),
+                "{}",
+                e.message
+            );
+        }
     }
 
     #[test]

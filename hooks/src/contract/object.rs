@@ -1,8 +1,10 @@
 //! The parts of a Kubernetes object the hooks read. Fields a hook interprets leniently (a spec
 //! value that may have the wrong type and must be reported, not rejected) use [`Lenient`].
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Unexpected, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -147,5 +149,54 @@ impl<'de> Visitor<'de> for LenientVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Lenient, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(Lenient::Other)
+    }
+}
+
+/// A JSON string kept as the request's raw text (quotes and escapes included) and written back
+/// byte for byte: Secret and ConfigMap values pass through a hook without being copied,
+/// unescaped or escaped again. Anything but a string is refused when decoding.
+#[derive(Debug, Clone, Copy)]
+pub struct RawString<'a>(&'a RawValue);
+
+impl<'a> RawString<'a> {
+    /// The string's value.
+    pub fn text(&self) -> Cow<'a, str> {
+        let raw = self.0.get();
+        let inner = &raw[1..raw.len() - 1];
+        if inner.contains('\\') {
+            // Already checked to be a JSON string by the parser: this cannot fail.
+            Cow::Owned(serde_json::from_str(raw).unwrap_or_default())
+        } else {
+            Cow::Borrowed(inner)
+        }
+    }
+}
+
+impl PartialEq for RawString<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
+impl Eq for RawString<'_> {}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawString<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = <&'a RawValue>::deserialize(d)?;
+        let unexpected = match raw.get().as_bytes().first() {
+            Some(b'"') => return Ok(RawString(raw)),
+            Some(b'{') => Unexpected::Map,
+            Some(b'[') => Unexpected::Seq,
+            Some(b'n') => Unexpected::Unit,
+            Some(b't' | b'f') => Unexpected::Other("boolean"),
+            _ => Unexpected::Other("number"),
+        };
+        Err(de::Error::invalid_type(unexpected, &"a string"))
+    }
+}
+
+impl Serialize for RawString<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
     }
 }

@@ -98,28 +98,30 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectsVisitor<T> {
 /// }
 /// ```
 macro_rules! object_maps {
-    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($field:ident : $ty:ty = $key:expr),* $(,)? }) => {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident $(<$lt:lifetime>)? {
+        $($field:ident : $ty:ty = $key:expr),* $(,)?
+    }) => {
         $(#[$meta])*
         #[derive(Debug, Default)]
-        $vis struct $name {
+        $vis struct $name $(<$lt>)? {
             $(pub $field: Vec<$ty>,)*
         }
 
-        impl<'de> serde::Deserialize<'de> for $name {
+        impl<'de $(: $lt, $lt)?> serde::Deserialize<'de> for $name $(<$lt>)? {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct MapsVisitor;
-                impl<'de> serde::de::Visitor<'de> for MapsVisitor {
-                    type Value = $name;
+                struct MapsVisitor<T>(std::marker::PhantomData<T>);
+                impl<'de $(: $lt, $lt)?> serde::de::Visitor<'de> for MapsVisitor<$name $(<$lt>)?> {
+                    type Value = $name $(<$lt>)?;
                     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                         f.write_str("a map from type key to objects")
                     }
-                    fn visit_unit<E: serde::de::Error>(self) -> Result<$name, E> {
+                    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
                         Ok($name::default())
                     }
                     fn visit_map<A: serde::de::MapAccess<'de>>(
                         self,
                         mut map: A,
-                    ) -> Result<$name, A::Error> {
+                    ) -> Result<Self::Value, A::Error> {
                         let mut out = $name::default();
                         while let Some(key) = map.next_key::<String>()? {
                             $(
@@ -135,7 +137,7 @@ macro_rules! object_maps {
                         Ok(out)
                     }
                 }
-                d.deserialize_any(MapsVisitor)
+                d.deserialize_any(MapsVisitor(std::marker::PhantomData))
             }
         }
     };

@@ -1,11 +1,12 @@
 //! The MeshRootCertificate as both cert-rotation hooks read it, the Secrets they handle, and the
 //! rules they share: roles, providers, the valid combinations of MRCs in use, leaf validity.
 
-use crate::contract::{lenient_string, null_as_default, Object, ObjectMeta};
+use crate::contract::{lenient_string, null_as_default, Object, ObjectMeta, RawString};
 use crate::meta::PreviousConditions;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use time::Duration;
 
@@ -157,34 +158,44 @@ pub fn check_combination(in_use: &[Role]) -> Result<(), BadCombination> {
     }
 }
 
-/// A Secret or a ConfigMap: string data (base64 for Secrets), type for Secrets.
+/// A Secret or a ConfigMap: string data (base64 for Secrets), type for Secrets. The values stay
+/// in the request, as its raw JSON strings.
 #[derive(Debug, Default, Deserialize)]
-pub struct DataObject {
+pub struct DataObject<'a> {
     #[serde(default, deserialize_with = "null_as_default")]
     pub metadata: ObjectMeta,
     #[serde(default, rename = "type")]
     pub type_: Option<String>,
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub data: BTreeMap<String, String>,
+    #[serde(default, borrow, deserialize_with = "null_as_default")]
+    pub data: BTreeMap<String, RawString<'a>>,
 }
 
-impl DataObject {
-    /// A `data` value as sent (base64 for a Secret).
-    pub fn value(&self, key: &str) -> Option<&str> {
-        self.data.get(key).map(String::as_str)
+impl<'a> DataObject<'a> {
+    /// A `data` value (base64 for a Secret).
+    pub fn value(&self, key: &str) -> Option<Cow<'a, str>> {
+        self.data.get(key).map(RawString::text)
     }
 }
 
 /// A Secret or ConfigMap in a response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DataObjectOut {
+pub struct DataObjectOut<'a> {
     pub api_version: &'static str,
     pub kind: &'static str,
     pub metadata: MetaOut,
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     pub type_: Option<String>,
-    pub data: BTreeMap<String, String>,
+    pub data: BTreeMap<String, DataValue<'a>>,
+}
+
+/// A value of a Secret or ConfigMap in a response: made by the hook, or written back as the
+/// request had it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum DataValue<'a> {
+    Made(String),
+    Observed(RawString<'a>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -197,10 +208,10 @@ pub struct MetaOut {
     pub annotations: BTreeMap<String, String>,
 }
 
-impl DataObjectOut {
+impl<'a> DataObjectOut<'a> {
     /// An observed object returned as observed: type, data, labels and annotations; no
     /// server-set metadata, no ownerReferences, no last-applied annotation.
-    pub fn observed(kind: &'static str, obj: &DataObject, namespace: &str) -> Self {
+    pub fn observed(kind: &'static str, obj: &DataObject<'a>, namespace: &str) -> Self {
         let mut annotations = obj.metadata.annotations.clone();
         annotations.remove(LAST_APPLIED);
         DataObjectOut {
@@ -213,7 +224,11 @@ impl DataObjectOut {
                 annotations,
             },
             type_: obj.type_.clone(),
-            data: obj.data.clone(),
+            data: obj
+                .data
+                .iter()
+                .map(|(k, v)| (k.clone(), DataValue::Observed(*v)))
+                .collect(),
         }
     }
 }

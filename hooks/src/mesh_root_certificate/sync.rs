@@ -2,8 +2,8 @@
 //! stage, read from the CertificateManagers' status.
 
 use super::model::{
-    b64, check_combination, provider, role, trust_domain, DataObject, DataObjectOut, MetaOut, Mrc,
-    Provider, Role, MANAGED_BY, MANAGER_KEY, MRC_KEY, SECRET_KEY,
+    b64, check_combination, provider, role, trust_domain, DataObject, DataObjectOut, DataValue,
+    MetaOut, Mrc, Provider, Role, MANAGED_BY, MANAGER_KEY, MRC_KEY, SECRET_KEY,
 };
 use crate::cert_rotation::spec::longest_validity;
 use crate::cert_rotation::sync::Manager;
@@ -19,21 +19,21 @@ pub const LABEL_MRC: &str = "metahooks.dev/mesh-root-certificate";
 
 object_maps! {
     /// The attachments: the MRC's CA Secret.
-    pub struct Attachments {
-        secrets: DataObject = SECRET_KEY,
+    pub struct Attachments<'a> {
+        secrets: DataObject<'a> = SECRET_KEY,
     }
 }
 
 object_maps! {
     /// The namespace's MRCs and CertificateManagers, and the named CA Secret.
-    pub struct Related {
+    pub struct Related<'a> {
         mrcs: Mrc = MRC_KEY,
         managers: Manager = MANAGER_KEY,
-        secrets: DataObject = SECRET_KEY,
+        secrets: DataObject<'a> = SECRET_KEY,
     }
 }
 
-pub type SyncRequest = DecoratorRequest<Mrc, Attachments, Related>;
+pub type SyncRequest<'a> = DecoratorRequest<Mrc, Attachments<'a>, Related<'a>>;
 
 #[derive(Debug, Serialize)]
 pub struct Status {
@@ -41,7 +41,7 @@ pub struct Status {
     pub conditions: Vec<Condition>,
 }
 
-pub type SyncResponse = DecoratorResponse<Status, DataObjectOut>;
+pub type SyncResponse<'a> = DecoratorResponse<Status, DataObjectOut<'a>>;
 
 /// How the namespace's managers use this MRC (their status is the only source).
 #[derive(Debug, Default, Clone, Copy)]
@@ -58,12 +58,12 @@ impl Usage {
     }
 }
 
-pub fn sync(
-    req: &SyncRequest,
+pub fn sync<'a>(
+    req: &SyncRequest<'a>,
     now: OffsetDateTime,
     rng: &mut dyn CryptoRngCore,
     cas: &CheckedCas,
-) -> SyncResponse {
+) -> SyncResponse<'a> {
     let mrc = &req.object;
     let name = mrc.metadata.name.as_str();
     let ns = mrc.metadata.namespace.as_deref().unwrap_or("");
@@ -283,14 +283,21 @@ fn ca_secret(
                 },
                 type_: Some("Opaque".to_owned()),
                 data: BTreeMap::from([
-                    ("ca.crt".to_owned(), b64(pair.cert_pem.as_bytes())),
-                    ("private.key".to_owned(), b64(pair.key_pem.as_bytes())),
+                    (
+                        "ca.crt".to_owned(),
+                        DataValue::Made(b64(pair.cert_pem.as_bytes())),
+                    ),
+                    (
+                        "private.key".to_owned(),
+                        DataValue::Made(b64(pair.key_pem.as_bytes())),
+                    ),
                 ]),
             });
             return Ok(());
         }
     };
-    cas.get(secret.value("ca.crt"), secret.value("private.key"), now)
+    let (crt, key) = (secret.value("ca.crt"), secret.value("private.key"));
+    cas.get(crt.as_deref(), key.as_deref(), now)
         .map(|_| ())
         .map_err(|e| ("CAUnusable", format!("CA Secret {secret_name}: {e}")))
 }
