@@ -4,6 +4,9 @@
 # body, fixed answer) and a naive JSON server (parses into serde_json::Value, writes `related`
 # back). Bounded: DURATION seconds per run on 127.0.0.1 only. Prints a markdown table.
 # ROUTES and SIZES narrow the run; FEATURES=mimalloc builds the server with mimalloc.
+# Each (metahooks, echo, naive) triple runs ROUNDS times back to back; the table gives the median
+# of each figure and the median of the per-round ratios, so that a noisy moment of a shared
+# machine moves one round, not the result. Errors are summed over the rounds.
 # With two cores or more, every server under test runs on CPU 0 and wrk on CPU 1 (PIN=0 turns
 # this off), so that the load generator does not take CPU time from the server it measures.
 set -euo pipefail
@@ -14,6 +17,7 @@ SIZES=${SIZES:-25k 200k 1700k}
 FEATURES=${FEATURES:-}
 CONNECTIONS=${CONNECTIONS:-32}
 PIN=${PIN:-1}
+ROUNDS=${ROUNDS:-3}
 server_cpu=() client_cpu=()
 if [ "$PIN" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
   server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
@@ -58,19 +62,28 @@ run() { # url body -> "rps p50 p99 errors"
   BODY="$2" "${client_cpu[@]}" wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$OUT/post.lua" "$1" | awk '/^RESULT/ {print $2, $3, $4, $5}'
 }
 
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+
 echo "| route | size | metahooks req/s | p50 ms | p99 ms | errors | echo req/s | naive JSON req/s | vs echo | vs naive |"
 echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for route in $ROUTES; do
   for size in $SIZES; do
     body="$OUT/$route-$size.json"
-    read -r m_rps m_p50 m_p99 m_err < <(run "http://127.0.0.1:8090/$route/sync" "$body")
-    read -r e_rps _ _ _ < <(run "http://127.0.0.1:8091/" "$body")
-    read -r n_rps _ _ _ < <(run "http://127.0.0.1:8092/" "$body")
-    printf "| %s/sync | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f |\n" "$route" "$size" "$m_rps" "$m_p50" "$m_p99" "$m_err" "$e_rps" "$n_rps" \
-      "$(echo "$m_rps / $e_rps" | bc -l)" "$(echo "$m_rps / $n_rps" | bc -l)"
+    m_rps=() m_p50=() m_p99=() e_rps=() n_rps=() vs_e=() vs_n=() errors=0
+    for ((round = 1; round <= ROUNDS; round++)); do
+      read -r m p50 p99 err < <(run "http://127.0.0.1:8090/$route/sync" "$body")
+      read -r e _ _ _ < <(run "http://127.0.0.1:8091/" "$body")
+      read -r n _ _ _ < <(run "http://127.0.0.1:8092/" "$body")
+      m_rps+=("$m") m_p50+=("$p50") m_p99+=("$p99") e_rps+=("$e") n_rps+=("$n")
+      vs_e+=("$(echo "$m / $e" | bc -l)") vs_n+=("$(echo "$m / $n" | bc -l)")
+      errors=$((errors + err))
+    done
+    printf "| %s/sync | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f |\n" "$route" "$size" \
+      "$(median "${m_rps[@]}")" "$(median "${m_p50[@]}")" "$(median "${m_p99[@]}")" "$errors" \
+      "$(median "${e_rps[@]}")" "$(median "${n_rps[@]}")" "$(median "${vs_e[@]}")" "$(median "${vs_n[@]}")"
   done
 done
 peak_kb=$(awk '/VmHWM/ {print $2}' /proc/$server/status)
 echo
 echo "start to ready (self-signed TLS included): ${ready_ms} ms; idle RSS: $((idle_kb / 1024)) MiB; peak RSS under load: $((peak_kb / 1024)) MiB"
-echo "servers pinned: ${server_cpu[*]:-no}; wrk pinned: ${client_cpu[*]:-no}"
+echo "servers pinned: ${server_cpu[*]:-no}; wrk pinned: ${client_cpu[*]:-no}; ${ROUNDS} rounds of ${DURATION} s per server, medians"
