@@ -8,6 +8,7 @@ pub mod cert_rotation;
 pub mod contract;
 pub mod delete_graph;
 pub mod error;
+pub mod json;
 pub mod mesh_root_certificate;
 pub mod meta;
 pub mod pki;

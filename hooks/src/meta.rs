@@ -108,51 +108,6 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-/// Canonical JSON: object keys sorted by byte order at every level, no whitespace, strings and
-/// numbers as serde_json prints them. Sorted explicitly, whatever map order serde_json was built
-/// with. Equals Python's `json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`.
-pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::with_capacity(256);
-    write_canonical(value, &mut out);
-    out
-}
-
-/// Appends the canonical JSON of `value` to `out`.
-pub fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push('{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json_str(key, out);
-                out.push(':');
-                write_canonical(item, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        Value::String(text) => write_json_str(text, out),
-        scalar => {
-            // Numbers, booleans and null as serde_json prints them.
-            use std::fmt::Write;
-            let _ = write!(out, "{scalar}");
-        }
-    }
-}
-
 /// Appends `text` as a JSON string, escaped exactly as serde_json escapes it: `"` and `\\`,
 /// the short forms `\b \f \n \r \t`, other control characters as `\u00XX`; nothing else
 /// (`/` and non-ASCII stay as they are).
@@ -251,15 +206,6 @@ mod tests {
             let c = prev.condition("Ready", true, "Synced", "", None, now);
             assert_eq!(c.last_transition_time, "2026-02-02T10:00:00Z");
         }
-    }
-
-    #[test]
-    fn canonical_json_sorts_keys_at_every_level() {
-        let v = serde_json::json!({"b": [{"z": 1, "a": "é\n"}], "a": null, "B": 2.5});
-        assert_eq!(
-            canonical_json(&v),
-            r#"{"B":2.5,"a":null,"b":[{"a":"é\n","z":1}]}"#
-        );
     }
 
     #[test]

@@ -7,9 +7,9 @@ pub mod spec;
 pub mod sync;
 
 use crate::contract::{decode, AdmissionResponse, AdmissionReview};
+use crate::json::{Json, NULL};
 use crate::registry::{HookContext, HookOutput, Subject};
 use crate::RequestError;
-use serde_json::Value;
 use spec::validate;
 use sync::{reconcile, SyncRequest};
 
@@ -36,7 +36,7 @@ pub fn finalize_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, R
 /// `POST /delete-graph/validate`: denies invalid specs and dependency cycles on CREATE and
 /// UPDATE, warns about dependencies that wait forever; everything else is allowed.
 pub fn validate_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
-    let review: AdmissionReview<Value> = decode(body)?;
+    let review: AdmissionReview<Json> = decode(body)?;
     let req = &review.request;
     let subject = Subject::admission(req);
     let response = admit(
@@ -48,15 +48,15 @@ pub fn validate_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, 
     HookOutput::json(subject, &response.into_review())
 }
 
-fn admit(operation: &str, object: Option<&Value>, kind: &str, uid: &str) -> AdmissionResponse {
+fn admit(operation: &str, object: Option<&Json>, kind: &str, uid: &str) -> AdmissionResponse {
     if operation != "CREATE" && operation != "UPDATE" {
         return AdmissionResponse::allow(uid);
     }
-    let Some(object) = object.filter(|o| o.is_object()) else {
+    let Some(object) = object.filter(|o| o.as_object().is_some()) else {
         return AdmissionResponse::allow(uid)
             .with_warnings(vec!["no object to validate; allowed".into()]);
     };
-    let object_kind = object.get("kind").and_then(Value::as_str).unwrap_or(kind);
+    let object_kind = object.get("kind").and_then(Json::as_str).unwrap_or(kind);
     if object_kind != "WorkloadSet" {
         return AdmissionResponse::allow(uid).with_warnings(vec![format!(
             "object is a '{object_kind}', not a WorkloadSet; allowed without validation"
@@ -65,9 +65,9 @@ fn admit(operation: &str, object: Option<&Value>, kind: &str, uid: &str) -> Admi
     let metadata = object.get("metadata");
     let name = metadata
         .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
+        .and_then(Json::as_str)
         .unwrap_or("");
-    let spec = object.get("spec").unwrap_or(&Value::Null);
+    let spec = object.get("spec").unwrap_or(&NULL);
     let validated = validate(spec, name);
     let by_name: std::collections::HashMap<&str, &spec::Workload> =
         validated.workloads.iter().map(|w| (w.name, w)).collect();

@@ -1,8 +1,8 @@
 //! The WorkloadSet spec: validation in the order of delete-graph.md §9, the cycle check ported
 //! step for step, and the typed workloads a valid spec yields.
 
-use crate::meta::{canonical_json, is_dns1123_label};
-use serde_json::{Map, Value};
+use crate::json::{Json, JsonObject, NULL};
+use crate::meta::{is_dns1123_label, write_json_str};
 use std::collections::HashMap;
 
 /// An add condition: what a dependency's state must be before the dependent starts.
@@ -84,19 +84,25 @@ pub struct Workload<'a> {
     /// Sorted by dependency name.
     pub dependencies: Vec<(&'a str, AddCondition)>,
     pub restart_policy: RestartPolicy,
-    pub template: &'a Map<String, Value>,
+    pub template: &'a JsonObject<'a>,
 }
 
 impl Workload<'_> {
     /// Canonical JSON of the dependencies as written in the spec (`{}` when none): the value of
     /// the `metahooks.dev/dependencies` annotation.
     pub fn dependencies_annotation(&self) -> String {
-        let map: Map<String, Value> = self
-            .dependencies
-            .iter()
-            .map(|(d, c)| ((*d).to_owned(), Value::String(c.as_str().to_owned())))
-            .collect();
-        canonical_json(&Value::Object(map))
+        // Already sorted by name, each name once (they are the keys of an object).
+        let mut out = String::from("{");
+        for (i, (dep, cond)) in self.dependencies.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_json_str(dep, &mut out);
+            out.push(':');
+            write_json_str(cond.as_str(), &mut out);
+        }
+        out.push('}');
+        out
     }
 }
 
@@ -126,20 +132,17 @@ pub struct Validated<'a> {
 }
 
 /// Validates `spec` (the WorkloadSet's `spec` value) for a set named `set_name`.
-pub fn validate<'a>(spec: &'a Value, set_name: &str) -> Validated<'a> {
+pub fn validate<'a>(spec: &'a Json<'a>, set_name: &str) -> Validated<'a> {
     let mut problems = Vec::new();
+    // A spec that is neither an object nor null stands in for its `workloads`: not an object.
     let workloads_value = match spec {
-        Value::Object(spec) => spec.get("workloads").unwrap_or(&Value::Null),
-        Value::Null => &Value::Null,
-        _ => &Value::Bool(false),
+        Json::Object(spec) => spec.get("workloads").unwrap_or(&NULL),
+        other => other,
     };
-    let entries: Vec<(&'a String, &'a Value)> = match workloads_value {
-        Value::Null => Vec::new(),
-        Value::Object(map) => {
-            let mut entries: Vec<_> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            entries
-        }
+    // An object's members come sorted by name.
+    let entries: Vec<(&'a str, &'a Json<'a>)> = match workloads_value {
+        Json::Null => Vec::new(),
+        Json::Object(map) => map.iter().collect(),
         _ => {
             return Validated {
                 workloads: Vec::new(),
@@ -153,7 +156,6 @@ pub fn validate<'a>(spec: &'a Value, set_name: &str) -> Validated<'a> {
 
     let mut workloads = Vec::with_capacity(entries.len());
     for (name, value) in entries {
-        let name = name.as_str();
         if !is_dns1123_label(name) {
             problems.push(format!("workload name '{name}' is not a DNS-1123 label"));
         }
@@ -162,17 +164,15 @@ pub fn validate<'a>(spec: &'a Value, set_name: &str) -> Validated<'a> {
         let mut dependencies = Vec::new();
         match field("dependencies") {
             None => {}
-            Some(Value::Object(deps)) => {
-                let mut deps: Vec<_> = deps.iter().collect();
-                deps.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-                for (dep, cond) in deps {
+            Some(Json::Object(deps)) => {
+                for (dep, cond) in deps.iter() {
                     if !is_dns1123_label(dep) {
                         problems.push(format!(
                             "workload '{name}': dependency name '{dep}' is not a DNS-1123 label"
                         ));
                     }
                     match cond.as_str().and_then(AddCondition::parse) {
-                        Some(c) => dependencies.push((dep.as_str(), c)),
+                        Some(c) => dependencies.push((dep, c)),
                         None => problems.push(format!(
                             "workload '{name}': dependency '{dep}' has unknown condition '{}' (expected ADD_COND_RUNNING, ADD_COND_SUCCEEDED or ADD_COND_FAILED)",
                             text_of(cond)
@@ -198,11 +198,11 @@ pub fn validate<'a>(spec: &'a Value, set_name: &str) -> Validated<'a> {
         };
 
         match field("template") {
-            Some(Value::Object(template)) => {
+            Some(Json::Object(template)) => {
                 let containers = template
                     .get("spec")
                     .and_then(|s| s.get("containers"))
-                    .and_then(Value::as_array);
+                    .and_then(Json::as_array);
                 if containers.is_none_or(|c| c.is_empty()) {
                     problems.push(format!(
                         "workload '{name}': template.spec.containers must be a non-empty list"
@@ -239,10 +239,10 @@ pub fn validate<'a>(spec: &'a Value, set_name: &str) -> Validated<'a> {
 }
 
 /// A string as itself, anything else as its JSON text.
-fn text_of(v: &Value) -> String {
+fn text_of(v: &Json) -> String {
     match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+        Json::String(s) => s.to_string(),
+        other => serde_json::to_string(other).unwrap_or_default(),
     }
 }
 
@@ -299,13 +299,13 @@ pub fn find_cycle(workloads: &[Workload]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Map, Value};
 
     fn container() -> Value {
         json!({"spec": {"containers": [{"name": "c", "image": "busybox"}]}})
     }
 
-    fn spec(deps: &[(&str, &[(&str, &str)])]) -> Value {
+    fn spec(deps: &[(&str, &[(&str, &str)])]) -> Json<'static> {
         let mut workloads = Map::new();
         for (name, d) in deps {
             let d: Map<String, Value> = d.iter().map(|(k, v)| ((*k).into(), json!(v))).collect();
@@ -314,7 +314,7 @@ mod tests {
                 json!({"dependencies": d, "template": container()}),
             );
         }
-        json!({ "workloads": workloads })
+        Json::from(json!({ "workloads": workloads }))
     }
 
     #[test]
@@ -388,10 +388,10 @@ mod tests {
 
     #[test]
     fn rule_9_problems_in_order_joined() {
-        let s = json!({"workloads": {
+        let s = Json::from(json!({"workloads": {
             "b": {"dependencies": {"X": "ADD_COND_NOPE"}, "restartPolicy": "SOMETIMES", "template": {"spec": {"containers": []}}},
             "A": {"template": "x"},
-        }});
+        }}));
         let invalid = validate(&s, "set").invalid.unwrap();
         assert!(!invalid.cycle);
         assert_eq!(
@@ -407,13 +407,14 @@ mod tests {
 
     #[test]
     fn rule_9_workloads_not_an_object_and_deps_not_an_object() {
-        let s = json!({"workloads": []});
+        let s = Json::from(json!({"workloads": []}));
         let v = validate(&s, "s");
         assert_eq!(
             v.invalid.unwrap().message,
             "spec.workloads must be an object"
         );
-        let s = json!({"workloads": {"a": {"dependencies": [], "template": container()}}});
+        let s =
+            Json::from(json!({"workloads": {"a": {"dependencies": [], "template": container()}}}));
         let v = validate(&s, "s");
         assert_eq!(
             v.invalid.unwrap().message,
@@ -434,7 +435,7 @@ mod tests {
 
     #[test]
     fn rule_2_missing_workloads_means_none() {
-        let s = json!({});
+        let s = Json::from(json!({}));
         let v = validate(&s, "s");
         assert!(v.invalid.is_none() && v.workloads.is_empty());
     }

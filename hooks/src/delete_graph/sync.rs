@@ -3,11 +3,12 @@
 use super::graph::DeleteGraph;
 use super::spec::{validate, AddCondition, Workload};
 use crate::contract::{lenient_string, CompositeRequest, CompositeResponse, Object, ObjectMap};
-use crate::meta::{sha256_hex, write_canonical, write_json_str, Condition, PreviousConditions};
+use crate::json::{Json, JsonObject, NULL};
+use crate::meta::{sha256_hex, write_json_str, Condition, PreviousConditions};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use time::OffsetDateTime;
@@ -17,9 +18,9 @@ pub const LABEL_WORKLOAD: &str = "metahooks.dev/workload";
 pub const ANNOTATION_DEPENDENCIES: &str = "metahooks.dev/dependencies";
 const POD_KEY: &str = "Pod.v1";
 
-/// The WorkloadSet parent: the spec is read as JSON because validation must describe (not
-/// reject) whatever shape it has.
-pub type WorkloadSet<'a> = Object<Value, WorkloadSetStatus<'a>>;
+/// The WorkloadSet parent: the spec is read as JSON (strings borrowed from the request) because
+/// validation must describe (not reject) whatever shape it has.
+pub type WorkloadSet<'a> = Object<Json<'a>, WorkloadSetStatus<'a>>;
 
 /// The previous status: its conditions, and the parts a freeze copies back untouched.
 #[derive(Debug, Default, Deserialize)]
@@ -69,7 +70,7 @@ pub struct PodMeta<'a> {
 #[derive(Debug)]
 pub enum PodSpec<'a> {
     Rendered {
-        spec: Option<&'a Map<String, Value>>,
+        spec: Option<&'a JsonObject<'a>>,
         restart_policy: &'static str,
     },
     Observed(&'a RawValue),
@@ -191,26 +192,17 @@ fn render<'w, 'a>(set: &str, workload: &'w Workload<'a>) -> Desired<'w, 'a> {
 /// Canonical JSON of the rendered template R: the template with `spec.restartPolicy` set to the
 /// mapped policy, written without copying the template.
 fn canonical_rendered(workload: &Workload) -> String {
-    let policy = Value::String(workload.restart_policy.pod_value().to_owned());
-    let empty = Map::new();
-    let spec = workload
-        .template
+    let policy = Json::String(Cow::Borrowed(workload.restart_policy.pod_value()));
+    let empty = JsonObject::default();
+    let template = workload.template;
+    let spec = template
         .get("spec")
-        .and_then(Value::as_object)
+        .and_then(Json::as_object)
         .unwrap_or(&empty);
-    let mut spec_keys: Vec<&str> = spec
-        .keys()
-        .map(String::as_str)
-        .filter(|k| *k != "restartPolicy")
-        .collect();
+    let mut spec_keys: Vec<&str> = spec.keys().filter(|k| *k != "restartPolicy").collect();
     spec_keys.push("restartPolicy");
     spec_keys.sort_unstable();
-    let mut top: Vec<&str> = workload
-        .template
-        .keys()
-        .map(String::as_str)
-        .filter(|k| *k != "spec")
-        .collect();
+    let mut top: Vec<&str> = template.keys().filter(|k| *k != "spec").collect();
     top.push("spec");
     top.sort_unstable();
     let mut out = String::with_capacity(512);
@@ -222,7 +214,7 @@ fn canonical_rendered(workload: &Workload) -> String {
         write_json_str(key, &mut out);
         out.push(':');
         if *key != "spec" {
-            write_canonical(&workload.template[*key], &mut out);
+            template.get(key).unwrap_or(&NULL).write_canonical(&mut out);
             continue;
         }
         out.push('{');
@@ -232,14 +224,12 @@ fn canonical_rendered(workload: &Workload) -> String {
             }
             write_json_str(k, &mut out);
             out.push(':');
-            write_canonical(
-                if *k == "restartPolicy" {
-                    &policy
-                } else {
-                    &spec[*k]
-                },
-                &mut out,
-            );
+            let value = if *k == "restartPolicy" {
+                &policy
+            } else {
+                spec.get(k).unwrap_or(&NULL)
+            };
+            value.write_canonical(&mut out);
         }
         out.push('}');
     }
@@ -247,11 +237,11 @@ fn canonical_rendered(workload: &Workload) -> String {
     out
 }
 
-fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
-    v.and_then(Value::as_object)
+fn string_map(v: Option<&Json>) -> BTreeMap<String, String> {
+    v.and_then(Json::as_object)
         .map(|m| {
             m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .filter_map(|(k, v)| Some((k.to_owned(), v.as_str()?.to_owned())))
                 .collect()
         })
         .unwrap_or_default()
@@ -260,7 +250,7 @@ fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
 impl<'a> Desired<'_, 'a> {
     /// The Pod to create or keep.
     fn into_pod(self, set: &str, namespace: &str) -> PodOut<'a> {
-        let template: &'a Map<String, Value> = self.workload.template;
+        let template: &'a JsonObject<'a> = self.workload.template;
         let metadata = template.get("metadata");
         let mut labels = string_map(metadata.and_then(|m| m.get("labels")));
         labels.insert(LABEL_SET.into(), set.into());
@@ -280,7 +270,7 @@ impl<'a> Desired<'_, 'a> {
                 annotations: Cow::Owned(annotations),
             },
             spec: Some(PodSpec::Rendered {
-                spec: template.get("spec").and_then(Value::as_object),
+                spec: template.get("spec").and_then(Json::as_object),
                 restart_policy: self.workload.restart_policy.pod_value(),
             }),
         }

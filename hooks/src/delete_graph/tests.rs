@@ -75,15 +75,16 @@ fn state(resp: &Value, w: &str) -> (String, String) {
 
 /// The name the hook gives workload `w`'s Pod with the default template.
 fn desired_name(workloads: &Value, w: &str) -> String {
-    let spec = json!({"workloads": workloads});
+    let spec = crate::json::Json::from(json!({"workloads": workloads}));
     let v = super::spec::validate(&spec, "s");
     let wl = v.workloads.iter().find(|x| x.name == w).unwrap();
-    let mut r = wl.template.clone();
+    let mut r = workloads[w]["template"].clone();
     r["spec"]
         .as_object_mut()
         .unwrap()
         .insert("restartPolicy".into(), json!(wl.restart_policy.pod_value()));
-    let hash = crate::meta::sha256_hex(crate::meta::canonical_json(&Value::Object(r)).as_bytes());
+    let canonical = crate::json::Json::from(r).canonical();
+    let hash = crate::meta::sha256_hex(canonical.as_bytes());
     format!("s-{w}-{}", &hash[..10])
 }
 
