@@ -164,8 +164,11 @@ impl CheckedCas {
         let key = private_key.and_then(from_base64);
         let ca = Arc::new(Ca::from_secret(crt.as_deref(), key.as_deref(), now)?);
         let mut recent = self.lock();
-        recent.push_front((digest, Arc::clone(&ca)));
-        recent.truncate(Self::CAPACITY);
+        // Two requests may have checked the same Secret at once: keep one entry.
+        if !recent.iter().any(|(d, _)| *d == digest) {
+            recent.push_front((digest, Arc::clone(&ca)));
+            recent.truncate(Self::CAPACITY);
+        }
         Ok(ca)
     }
 
