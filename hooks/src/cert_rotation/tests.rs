@@ -427,14 +427,14 @@ fn a_shared_memo_checks_each_ca_once_and_follows_changed_ca_secrets() {
         json!({}),
         &mrcs,
         &secrets,
-        &[leaf.clone()],
+        std::slice::from_ref(&leaf),
     ));
     let kept_again = run_with(&request(
         spec(),
         json!({}),
         &mrcs,
         &secrets,
-        &[leaf.clone()],
+        std::slice::from_ref(&leaf),
     ));
     assert_eq!(kept["children"][1]["data"], leaf["data"]);
     assert_eq!(kept_again["children"][1]["data"], leaf["data"]);
@@ -445,7 +445,7 @@ fn a_shared_memo_checks_each_ca_once_and_follows_changed_ca_secrets() {
         json!({}),
         &mrcs,
         &secrets,
-        &[leaf.clone()],
+        std::slice::from_ref(&leaf),
     ));
     assert_ne!(
         reissued["children"][1]["data"]["tls.crt"],
