@@ -160,6 +160,7 @@ mod tests {
             std::borrow::Cow::Borrowed(_)
         ));
         assert_eq!(d.data["escaped"].text(), "a/bA\n");
+        assert_eq!(format!("{:?}", d.data["plain"]), "RawString(10 bytes)");
         assert_eq!(
             serde_json::to_string(&d).unwrap(),
             r#"{"data":{"escaped":"a\/b\u0041\n","plain":"TFMwdA=="}}"#,

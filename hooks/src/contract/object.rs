@@ -154,9 +154,16 @@ impl<'de> Visitor<'de> for LenientVisitor {
 
 /// A JSON string kept as the request's raw text (quotes and escapes included) and written back
 /// byte for byte: Secret and ConfigMap values pass through a hook without being copied,
-/// unescaped or escaped again. Anything but a string is refused when decoding.
-#[derive(Debug, Clone, Copy)]
+/// unescaped or escaped again. Anything but a string is refused when decoding. `Debug` shows
+/// the length only: the text may be Secret data.
+#[derive(Clone, Copy)]
 pub struct RawString<'a>(&'a RawValue);
+
+impl fmt::Debug for RawString<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RawString({} bytes)", self.0.get().len())
+    }
+}
 
 impl<'a> RawString<'a> {
     /// The string's value.
