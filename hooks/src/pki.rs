@@ -15,6 +15,8 @@ use time::{Duration, OffsetDateTime};
 use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::pem::Pem;
+use x509_parser::prelude::FromDer;
+use x509_parser::x509::SubjectPublicKeyInfo;
 
 /// Why a CA (or a leaf) cannot be used. Displayed texts name keys, never contents.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,8 +49,9 @@ pub struct Ca {
     der: Vec<u8>,
     /// The `ca.crt` text as given, for the trust bundle.
     pem: String,
-    /// The DER of the certificate's subject name.
+    /// The DER of the certificate's subject name and of its SubjectPublicKeyInfo.
     subject: Vec<u8>,
+    public_key_info: Vec<u8>,
     /// SHA-256 of the certificate's DER.
     fingerprint: [u8; 32],
     key: KeyPair,
@@ -317,11 +320,13 @@ impl Ca {
             return Err(PkiError::KeyMismatch("private.key"));
         }
         let subject = cert.subject().as_raw().to_vec();
+        let public_key_info = cert.public_key().raw.to_vec();
         Ok(Ca {
             fingerprint: Sha256::digest(&der).into(),
             der,
             pem: String::from_utf8_lossy(ca_crt).into_owned(),
             subject,
+            public_key_info,
             key,
             not_after,
         })
@@ -439,8 +444,8 @@ impl Ca {
             }
         }
         let signed_by_ca = leaf.issuer().as_raw() == self.subject.as_slice()
-            && parse(&self.der)
-                .is_some_and(|ca| leaf.verify_signature(Some(ca.public_key())).is_ok());
+            && SubjectPublicKeyInfo::from_der(&self.public_key_info)
+                .is_ok_and(|(_, key)| leaf.verify_signature(Some(&key)).is_ok());
         let common_name = leaf
             .subject()
             .iter_common_name()
