@@ -268,31 +268,8 @@ fn certificate_swapped_kubelet_style_in_the_middle_of_the_load_fails_no_request(
 
 #[test]
 fn sigterm_in_the_middle_of_the_load_answers_every_request_it_accepted() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_metahooks"))
-        .args([
-            "--log-format",
-            "json",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--max-in-flight",
-            "4096",
-        ])
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr: SocketAddr = loop {
-        let line = lines.next().unwrap().unwrap();
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
-        if v["message"] == "listening" {
-            break v["http"].as_str().unwrap().parse().unwrap();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let mut bin = common::Binary::start(&["--max-in-flight", "4096"]);
+    let addr = bin.addr;
     let body = Arc::new(
         std::fs::read(common::fixture(
             "delete-graph/sync-chain-all-running.request.json",
@@ -333,12 +310,9 @@ fn sigterm_in_the_middle_of_the_load_answers_every_request_it_accepted() {
         .collect();
     std::thread::sleep(Duration::from_millis(1500));
     let before = answered.load(Ordering::Relaxed);
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
+    bin.signal("-TERM");
     handles.into_iter().for_each(|h| h.join().unwrap());
-    let status = child.wait().unwrap();
+    let status = bin.child.wait().unwrap();
     let (answered, broken) = (
         answered.load(Ordering::Relaxed),
         broken.load(Ordering::Relaxed),

@@ -194,3 +194,52 @@ pub fn fixture(rel: &str) -> std::path::PathBuf {
         .join("fixtures")
         .join(rel)
 }
+
+/// The real `metahooks serve` binary on a loopback port-0 listener with JSON logs (stderr is
+/// drained on a thread), for tests that send it signals.
+pub struct Binary {
+    pub child: std::process::Child,
+    pub addr: SocketAddr,
+}
+
+impl Binary {
+    /// Starts the binary with these `serve` flags and waits for its `listening` log line.
+    pub fn start(flags: &[&str]) -> Binary {
+        use std::io::{BufRead, BufReader};
+        use std::process::{Command, Stdio};
+        let mut args = vec!["--log-format", "json", "serve", "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(flags);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_metahooks"))
+            .args(&args)
+            .env("RUST_LOG", "info")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let addr = loop {
+            let line = rx.recv_timeout(Duration::from_secs(20)).expect("log line");
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            if v["message"] == "listening" {
+                break v["http"].as_str().unwrap().parse().unwrap();
+            }
+        };
+        Binary { child, addr }
+    }
+
+    /// Sends the process a signal with `kill` (`-TERM`, ...).
+    pub fn signal(&self, sig: &str) {
+        let status = std::process::Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
