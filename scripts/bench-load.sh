@@ -27,7 +27,7 @@ OUT=target/load
 mkdir -p "$OUT"
 
 cargo build --release --quiet --bin metahooks ${FEATURES:+--features "$FEATURES"}
-cargo build --release --quiet --example floor_echo --example floor_json --example load_requests
+cargo build --release --quiet --example floor --example load_requests
 ./target/release/examples/load_requests "$OUT" >&2
 
 cat > "$OUT/post.lua" <<'LUA'
@@ -55,8 +55,8 @@ until curl -sf http://127.0.0.1:8090/readyz >/dev/null; do sleep 0.002; done
 ready_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 sleep 1
 idle_kb=$(awk '/VmRSS/ {print $2}' /proc/$server/status)
-"${server_cpu[@]}" ./target/release/examples/floor_echo 127.0.0.1:8091 & pids+=($!)
-"${server_cpu[@]}" ./target/release/examples/floor_json 127.0.0.1:8092 & pids+=($!)
+"${server_cpu[@]}" ./target/release/examples/floor echo 127.0.0.1:8091 & pids+=($!)
+"${server_cpu[@]}" ./target/release/examples/floor json 127.0.0.1:8092 & pids+=($!)
 sleep 0.5
 
 run() { # url body -> "rps p50 p99 errors"
