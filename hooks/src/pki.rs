@@ -35,6 +35,8 @@ pub enum PkiError {
     KeyMismatch(&'static str),
     #[error("signing failed")]
     Signing,
+    #[error("the random source gave no usable P-256 key")]
+    KeyGeneration,
 }
 
 /// A PEM certificate and its PKCS#8 PEM private key.
@@ -575,10 +577,19 @@ fn new_params(
     params
 }
 
-/// A fresh ECDSA P-256 key drawn from `rng`.
+/// A fresh ECDSA P-256 key drawn from `rng`: 32 bytes read as the secret scalar, drawn again when
+/// they are zero or not below the group order (about one draw in 2^32). A source that gives 16
+/// unusable draws in a row is broken, and is reported instead of looped on.
 fn new_p256_key(rng: &mut dyn CryptoRngCore) -> Result<KeyPair, PkiError> {
+    use p256::elliptic_curve::zeroize::Zeroizing;
     use p256::pkcs8::EncodePrivateKey;
-    let secret = p256::SecretKey::random(&mut RngAdapter(rng));
+    let mut bytes = Zeroizing::new([0u8; 32]);
+    let secret = (0..16)
+        .find_map(|_| {
+            rng.fill_bytes(bytes.as_mut_slice());
+            p256::SecretKey::from_slice(bytes.as_slice()).ok()
+        })
+        .ok_or(PkiError::KeyGeneration)?;
     let der = secret.to_pkcs8_der().map_err(|_| PkiError::Signing)?;
     KeyPair::try_from(der.as_bytes()).map_err(|_| PkiError::Signing)
 }
@@ -591,26 +602,6 @@ fn serial(rng: &mut dyn CryptoRngCore) -> SerialNumber {
     bytes[0] |= 0x01;
     SerialNumber::from_slice(&bytes)
 }
-
-/// Lets a `&mut dyn CryptoRngCore` be used where a sized `CryptoRngCore` is expected.
-struct RngAdapter<'a>(&'a mut dyn CryptoRngCore);
-
-impl rand_core::RngCore for RngAdapter<'_> {
-    fn next_u32(&mut self) -> u32 {
-        self.0.next_u32()
-    }
-    fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        self.0.fill_bytes(dest)
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-        self.0.try_fill_bytes(dest)
-    }
-}
-
-impl rand_core::CryptoRng for RngAdapter<'_> {}
 
 #[cfg(test)]
 mod tests {
@@ -785,6 +776,19 @@ mod tests {
         assert_eq!(a.key_pem, b.key_pem);
         let c = generate_ca("a", "td", NOW, &mut Fixed(9)).unwrap();
         assert_ne!(a.key_pem, c.key_pem);
+        // The 32 bytes drawn are the secret scalar as they are.
+        let der = x509_parser::pem::Pem::iter_from_buffer(a.key_pem.as_bytes())
+            .next()
+            .unwrap()
+            .unwrap()
+            .contents;
+        assert!(der.windows(32).any(|w| w == [7u8; 32]));
+        // Bytes that are not below the group order are drawn again; a source that never gives
+        // usable ones is an error, not an endless loop.
+        assert!(matches!(
+            generate_ca("a", "td", NOW, &mut Fixed(0xff)),
+            Err(PkiError::KeyGeneration)
+        ));
     }
 
     /// A PEM `CERTIFICATE` block around `der`.
