@@ -743,50 +743,56 @@ mod tests {
         );
         assert!(ca.inspect_leaf(one.cert_pem.as_bytes(), b"junk").is_none());
         // The keys we issue carry their public key; a document without one is not misread.
-        let der = x509_parser::pem::Pem::iter_from_buffer(one.key_pem.as_bytes())
-            .next()
-            .unwrap()
-            .unwrap()
-            .contents;
+        let der = pem_blocks(one.key_pem.as_bytes()).next().unwrap().contents;
         assert!(embedded_ec_public_key(&der).is_some());
         assert!(embedded_ec_public_key(b"\x30\x03\x02\x01\x00").is_none());
     }
 
     #[test]
     fn keys_come_from_the_random_source() {
-        struct Fixed(u8);
-        impl rand_core::RngCore for Fixed {
+        /// Fills each draw with the next of `bytes` (the last one repeated).
+        struct Draws(Vec<u8>);
+        impl rand_core::RngCore for Draws {
             fn next_u32(&mut self) -> u32 {
-                u32::from(self.0)
+                let mut b = [0; 4];
+                self.fill_bytes(&mut b);
+                u32::from_le_bytes(b)
             }
             fn next_u64(&mut self) -> u64 {
-                u64::from(self.0)
+                let mut b = [0; 8];
+                self.fill_bytes(&mut b);
+                u64::from_le_bytes(b)
             }
             fn fill_bytes(&mut self, d: &mut [u8]) {
-                d.iter_mut().for_each(|b| *b = self.0)
+                let b = if self.0.len() > 1 {
+                    self.0.remove(0)
+                } else {
+                    self.0[0]
+                };
+                d.fill(b)
             }
             fn try_fill_bytes(&mut self, d: &mut [u8]) -> Result<(), rand_core::Error> {
                 self.fill_bytes(d);
                 Ok(())
             }
         }
-        impl rand_core::CryptoRng for Fixed {}
-        let a = generate_ca("a", "td", NOW, &mut Fixed(7)).unwrap();
-        let b = generate_ca("a", "td", NOW, &mut Fixed(7)).unwrap();
+        impl rand_core::CryptoRng for Draws {}
+        let secret_of =
+            |pair: &PemPair| pem_blocks(pair.key_pem.as_bytes()).next().unwrap().contents;
+
+        let a = generate_ca("a", "td", NOW, &mut Draws(vec![7])).unwrap();
+        let b = generate_ca("a", "td", NOW, &mut Draws(vec![7])).unwrap();
         assert_eq!(a.key_pem, b.key_pem);
-        let c = generate_ca("a", "td", NOW, &mut Fixed(9)).unwrap();
+        let c = generate_ca("a", "td", NOW, &mut Draws(vec![9])).unwrap();
         assert_ne!(a.key_pem, c.key_pem);
         // The 32 bytes drawn are the secret scalar as they are.
-        let der = x509_parser::pem::Pem::iter_from_buffer(a.key_pem.as_bytes())
-            .next()
-            .unwrap()
-            .unwrap()
-            .contents;
-        assert!(der.windows(32).any(|w| w == [7u8; 32]));
-        // Bytes that are not below the group order are drawn again; a source that never gives
-        // usable ones is an error, not an endless loop.
+        assert!(secret_of(&a).windows(32).any(|w| w == [7u8; 32]));
+        // 0xff.. is not below the group order: drawn again, here twice.
+        let d = generate_ca("a", "td", NOW, &mut Draws(vec![0xff, 0xff, 7])).unwrap();
+        assert!(secret_of(&d).windows(32).any(|w| w == [7u8; 32]));
+        // A source that never gives usable bytes is an error, not an endless loop.
         assert!(matches!(
-            generate_ca("a", "td", NOW, &mut Fixed(0xff)),
+            generate_ca("a", "td", NOW, &mut Draws(vec![0xff])),
             Err(PkiError::KeyGeneration)
         ));
     }
