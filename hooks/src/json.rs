@@ -6,8 +6,9 @@
 //! objects are sorted by key bytes, and of a key given twice the last value counts. Its
 //! canonical form (what Pod names hash) is therefore byte for byte the one `Value` gave.
 
+use crate::contract::Text;
 use crate::meta::write_json_str;
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Number;
@@ -130,6 +131,11 @@ impl<'a> JsonObject<'a> {
             .map(|i| &self.0[i].1)
     }
 
+    /// The members in key order, keys and values as the request gave them.
+    pub fn members(&self) -> &[(Cow<'a, str>, Json<'a>)] {
+        &self.0
+    }
+
     /// The members in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Json<'a>)> {
         self.0.iter().map(|(k, v)| (k.as_ref(), v))
@@ -194,35 +200,10 @@ impl<'de: 'a, 'a> Visitor<'de> for JsonVisitor<'a> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'a>, A::Error> {
         let mut members = Vec::with_capacity(map.size_hint().unwrap_or(0));
-        while let Some(Key(key)) = map.next_key()? {
+        while let Some(Text(key)) = map.next_key()? {
             members.push((key, map.next_value()?));
         }
         Ok(Json::Object(JsonObject::from_members(members)))
-    }
-}
-
-/// An object key, borrowed when it has no escapes.
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct KeyVisitor<'a>(std::marker::PhantomData<Key<'a>>);
-        impl<'de: 'a, 'a> Visitor<'de> for KeyVisitor<'a> {
-            type Value = Key<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object key")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'a>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'a>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'a>, E> {
-                Ok(Key(Cow::Owned(v)))
-            }
-        }
-        d.deserialize_str(KeyVisitor(std::marker::PhantomData))
     }
 }
 

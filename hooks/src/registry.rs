@@ -59,8 +59,8 @@ impl Subject {
     pub fn object(kind: &str, meta: &ObjectMeta) -> Self {
         Subject {
             kind: kind.to_owned(),
-            namespace: meta.namespace.clone().unwrap_or_default(),
-            name: meta.name.clone(),
+            namespace: meta.namespace.as_deref().unwrap_or_default().to_owned(),
+            name: meta.name.to_string(),
             uid: String::new(),
         }
     }

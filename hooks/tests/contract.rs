@@ -8,7 +8,7 @@ use metahooks_hooks::contract::{
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-type Request = CompositeRequest<Object, ObjectMap<Object>, ObjectMap<Object>>;
+type Request<'a> = CompositeRequest<Object<'a>, ObjectMap<Object<'a>>, ObjectMap<Object<'a>>>;
 
 fn cm(ns: &str, name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}})
@@ -23,7 +23,8 @@ fn composite_request_decodes_v1_and_v2_keys_alike() {
         "children": {"ConfigMap.v1": {"a/c1": cm("a", "c1")}, "Deployment.apps/v1": {}},
         "related": {"Secret.v1": {"a/s": cm("a", "s")}}, "finalizing": true});
     for body in [v1, v2] {
-        let req: Request = decode(&serde_json::to_vec(&body).unwrap()).unwrap();
+        let bytes = serde_json::to_vec(&body).unwrap();
+        let req: Request = decode(&bytes).unwrap();
         assert_eq!(req.children.get("ConfigMap.v1")[0].metadata.name, "c1");
         assert_eq!(
             req.children.get("ConfigMap.v1")[0]
@@ -51,8 +52,8 @@ fn absent_and_null_maps_are_empty() {
 fn decorator_request_reads_object_and_attachments() {
     let body = json!({"controller": {}, "object": {"metadata": {"name": "t"}},
         "attachments": {"Secret.v1": {"ns/s": cm("ns", "s")}}});
-    let req: DecoratorRequest<Object, ObjectMap<Object>> =
-        decode(&serde_json::to_vec(&body).unwrap()).unwrap();
+    let bytes = serde_json::to_vec(&body).unwrap();
+    let req: DecoratorRequest<Object, ObjectMap<Object>> = decode(&bytes).unwrap();
     assert_eq!(req.object.metadata.name, "t");
     assert_eq!(req.attachments.get("Secret.v1").len(), 1);
 }

@@ -15,7 +15,9 @@ use sync::{SyncRequest, KEPTN_API, MANAGED_BY};
 
 /// The parent's namespace; an AppDiscovery is namespaced, and an empty namespace in a related
 /// rule would select every namespace, so its absence is a bad request.
-fn parent_namespace<S: Default, T: Default>(parent: &Object<S, T>) -> Result<&str, RequestError> {
+fn parent_namespace<'o, S: Default, T: Default>(
+    parent: &'o Object<'_, S, T>,
+) -> Result<&'o str, RequestError> {
     match parent.metadata.namespace.as_deref() {
         Some(ns) if !ns.is_empty() => Ok(ns),
         _ => Err(RequestError::new(

@@ -3,7 +3,7 @@
 
 use super::version::{app_version, derived_traceparent, short_name};
 use crate::contract::{
-    object_maps, CompositeRequest, CompositeResponse, Lenient, Object, ObjectMap,
+    object_maps, owned_map, CompositeRequest, CompositeResponse, Lenient, Object, ObjectMap, Text,
 };
 use crate::meta::{is_dns1123_subdomain, parse_rfc3339, rfc3339, Condition, PreviousConditions};
 use serde::{Deserialize, Serialize};
@@ -36,10 +36,10 @@ pub struct AppDiscoveryStatus {
     pub conditions: PreviousConditions,
 }
 
-pub type AppDiscovery = Object<AppDiscoverySpec, AppDiscoveryStatus>;
+pub type AppDiscovery<'a> = Object<'a, AppDiscoverySpec, AppDiscoveryStatus>;
 
 /// A KACR or a KeptnApp: spec kept whole (it is re-emitted as observed).
-pub type KeptnObject = Object<Value>;
+pub type KeptnObject<'a> = Object<'a, Value>;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct WorkloadSpec {
@@ -49,17 +49,18 @@ pub struct WorkloadSpec {
     pub version: Lenient,
 }
 
-pub type KeptnWorkload = Object<WorkloadSpec>;
+pub type KeptnWorkload<'a> = Object<'a, WorkloadSpec>;
 
 object_maps! {
     /// The related objects: workloads and apps of the namespace, each decoded into its own type.
-    pub struct Related {
-        workloads: KeptnWorkload = WORKLOAD_KEY,
-        apps: KeptnObject = APP_KEY,
+    pub struct Related<'a> {
+        workloads: KeptnWorkload<'a> = WORKLOAD_KEY,
+        apps: KeptnObject<'a> = APP_KEY,
     }
 }
 
-pub type SyncRequest = CompositeRequest<AppDiscovery, ObjectMap<KeptnObject>, Related>;
+pub type SyncRequest<'a> =
+    CompositeRequest<AppDiscovery<'a>, ObjectMap<KeptnObject<'a>>, Related<'a>>;
 
 /// A child in the response: a KACR or a KeptnApp, rebuilt from scratch.
 #[derive(Debug, Serialize)]
@@ -105,10 +106,10 @@ pub struct PendingRequest {
 
 pub type SyncResponse = CompositeResponse<Status, Child>;
 
-fn without_metacontroller_keys(map: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+fn without_metacontroller_keys(map: &BTreeMap<Text, Text>) -> BTreeMap<String, String> {
     map.iter()
         .filter(|(k, _)| !k.starts_with(METACONTROLLER_PREFIX))
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
 
@@ -118,9 +119,9 @@ fn rebuilt(kind: &'static str, obj: &KeptnObject, namespace: &str) -> Child {
         api_version: KEPTN_API,
         kind,
         metadata: ChildMeta {
-            name: obj.metadata.name.clone(),
+            name: obj.metadata.name.to_string(),
             namespace: obj.metadata.namespace_or(namespace).to_owned(),
-            labels: obj.metadata.labels.clone(),
+            labels: owned_map(&obj.metadata.labels),
             annotations: without_metacontroller_keys(&obj.metadata.annotations),
         },
         spec: obj.spec.clone(),
@@ -128,7 +129,7 @@ fn rebuilt(kind: &'static str, obj: &KeptnObject, namespace: &str) -> Child {
 }
 
 fn is_generated(obj: &KeptnObject) -> bool {
-    obj.metadata.labels.get(MANAGED_BY).map(String::as_str) == Some("keptn")
+    obj.metadata.labels.get(MANAGED_BY).map(Text::as_str) == Some("keptn")
 }
 
 /// What becomes of one KACR.
@@ -233,7 +234,7 @@ pub fn sync(req: &SyncRequest, now: OffsetDateTime) -> SyncResponse {
             continue;
         };
         let single =
-            kacr.metadata.annotations.get(APP_TYPE).map(String::as_str) == Some("single-service");
+            kacr.metadata.annotations.get(APP_TYPE).map(Text::as_str) == Some("single-service");
         let window = if single { 0 } else { timeout };
         let due_at = created + time::Duration::seconds(i64::try_from(window).unwrap_or(i64::MAX));
         if single || now > due_at {
@@ -265,7 +266,12 @@ pub fn sync(req: &SyncRequest, now: OffsetDateTime) -> SyncResponse {
     }
     let mut apps_out: BTreeMap<String, Child> = child_apps
         .iter()
-        .map(|a| (a.metadata.name.clone(), rebuilt("KeptnApp", a, namespace)))
+        .map(|a| {
+            (
+                a.metadata.name.to_string(),
+                rebuilt("KeptnApp", a, namespace),
+            )
+        })
         .collect();
     for (app_name, kacrs) in &due {
         let listed = by_app.get(app_name).map(Vec::as_slice).unwrap_or(&[]);
@@ -339,7 +345,7 @@ pub fn sync(req: &SyncRequest, now: OffsetDateTime) -> SyncResponse {
         children.push(rebuilt("KeptnAppCreationRequest", kacr, namespace));
         if let Some((app_name, due_at)) = pending_for {
             pending.push(PendingRequest {
-                name: kacr.metadata.name.clone(),
+                name: kacr.metadata.name.to_string(),
                 app_name: (*app_name).to_owned(),
                 due_at: rfc3339(*due_at),
             });

@@ -2,7 +2,7 @@
 //! and leaf certificates kept or re-issued.
 
 use super::spec::{self, Certificate, ManagerSpec};
-use crate::contract::{object_maps, CompositeRequest, CompositeResponse, Object};
+use crate::contract::{object_maps, CompositeRequest, CompositeResponse, Object, Text};
 use crate::mesh_root_certificate::model::{
     b64, check_combination, provider, role, spiffe_enabled, trust_domain, DataObject,
     DataObjectOut, DataValue, MetaOut, Mrc, Provider, Role, CONFIGMAP_KEY, MANAGED_BY, MRC_KEY,
@@ -32,7 +32,7 @@ pub struct ManagerStatus {
     pub conditions: PreviousConditions,
 }
 
-pub type Manager = Object<Value, ManagerStatus>;
+pub type Manager<'a> = Object<'a, Value, ManagerStatus>;
 
 object_maps! {
     /// The children: the trust-bundle ConfigMap and the leaf Secrets.
@@ -45,12 +45,12 @@ object_maps! {
 object_maps! {
     /// The namespace's MRCs and Secrets.
     pub struct Related<'a> {
-        mrcs: Mrc = MRC_KEY,
+        mrcs: Mrc<'a> = MRC_KEY,
         secrets: DataObject<'a> = SECRET_KEY,
     }
 }
 
-pub type SyncRequest<'a> = CompositeRequest<Manager, Children<'a>, Related<'a>>;
+pub type SyncRequest<'a> = CompositeRequest<Manager<'a>, Children<'a>, Related<'a>>;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -79,8 +79,8 @@ fn frozen(reason: &'static str, message: impl Into<String>) -> Frozen {
 
 /// The issuers chosen for this sync, with their CAs.
 struct Issuers<'a> {
-    signing: &'a Mrc,
-    validating: &'a Mrc,
+    signing: &'a Mrc<'a>,
+    validating: &'a Mrc<'a>,
     signing_ca: Arc<Ca>,
     trust_pem: String,
 }
@@ -201,9 +201,9 @@ fn plan<'r>(
 /// §3.2: {X:A} -> (X, X); {X:A, Y:P} -> (X, Y); {X:A, Y:A} -> the current signer keeps signing,
 /// else the name that sorts first. `in_use` is sorted by name and already checked.
 fn choose<'a>(
-    in_use: &[(&'a Mrc, Role)],
+    in_use: &[(&'a Mrc<'a>, Role)],
     current_signer: Option<&str>,
-) -> Option<(&'a Mrc, &'a Mrc)> {
+) -> Option<(&'a Mrc<'a>, &'a Mrc<'a>)> {
     match in_use {
         [(x, Role::Active)] => Some((x, x)),
         [(x, Role::Active), (y, Role::Passive)] => Some((x, y)),
@@ -404,9 +404,9 @@ fn keep<'a>(
     leaves: &CheckedLeaves,
 ) -> Option<(DataValue<'a>, DataValue<'a>, OffsetDateTime)> {
     let annotations = &observed.metadata.annotations;
-    if annotations.get(ANNOTATION_SIGNING).map(String::as_str)
+    if annotations.get(ANNOTATION_SIGNING).map(Text::as_str)
         != Some(issuers.signing.metadata.name.as_str())
-        || annotations.get(ANNOTATION_VALIDATING).map(String::as_str)
+        || annotations.get(ANNOTATION_VALIDATING).map(Text::as_str)
             != Some(issuers.validating.metadata.name.as_str())
     {
         return None;

@@ -21,7 +21,9 @@ pub use admission::{
 pub use composite::{CompositeRequest, CompositeResponse};
 pub use customize::{CustomizeRequest, CustomizeResponse, LabelSelector, RelatedResourceRule};
 pub use decorator::{DecoratorRequest, DecoratorResponse};
-pub use object::{lenient_string, null_as_default, Lenient, Object, ObjectMeta, RawString};
+pub use object::{
+    lenient_string, null_as_default, owned_map, Lenient, Object, ObjectMeta, RawString, Text,
+};
 pub(crate) use object_map::object_maps;
 pub use object_map::{ObjectMap, Objects};
 pub use patch::{escape_pointer, PatchOp};
@@ -182,6 +184,23 @@ mod tests {
                 e.message
             );
         }
+    }
+
+    #[test]
+    fn metadata_strings_are_borrowed_unless_escaped() {
+        use std::borrow::Cow;
+        let body = br#"{"name": "web", "namespace": "shop", "annotations": null,
+            "labels": {"app": "w\u0065b", "team\/x": "a"}}"#;
+        let meta: ObjectMeta = decode(body).unwrap();
+        assert!(matches!(meta.name.0, Cow::Borrowed("web")));
+        assert_eq!(meta.namespace_or("default"), "shop");
+        assert_eq!(meta.labels.get("app").map(Text::as_str), Some("web"));
+        assert!(matches!(meta.labels["app"].0, Cow::Owned(_)));
+        assert_eq!(meta.labels.get("team/x").map(Text::as_str), Some("a"));
+        assert!(meta.annotations.is_empty());
+        let e = decode::<ObjectMeta>(br#"{"name": 5}"#).unwrap_err();
+        assert_eq!(e.path, "name");
+        assert!(e.message.contains("expected a string"), "{}", e.message);
     }
 
     #[test]

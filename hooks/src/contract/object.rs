@@ -12,39 +12,40 @@ use std::fmt;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[serde(bound(
-    deserialize = "Spec: Deserialize<'de> + Default, Status: Deserialize<'de> + Default"
+    deserialize = "'de: 'a, Spec: Deserialize<'de> + Default, Status: Deserialize<'de> + Default"
 ))]
-pub struct Object<Spec = IgnoredAny, Status = IgnoredAny> {
+pub struct Object<'a, Spec = IgnoredAny, Status = IgnoredAny> {
     #[serde(default)]
     pub api_version: String,
     #[serde(default)]
     pub kind: String,
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub metadata: ObjectMeta,
+    #[serde(default, borrow, deserialize_with = "null_as_default")]
+    pub metadata: ObjectMeta<'a>,
     #[serde(default, deserialize_with = "null_as_default")]
     pub spec: Spec,
     #[serde(default, deserialize_with = "null_as_default")]
     pub status: Status,
 }
 
-/// `metadata` as the hooks read it. Absent and `null` maps are empty.
+/// `metadata` as the hooks read it, its strings borrowed from the request. Absent and `null`
+/// maps are empty.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ObjectMeta {
-    #[serde(default)]
-    pub name: String,
+pub struct ObjectMeta<'a> {
+    #[serde(default, borrow)]
+    pub name: Text<'a>,
     /// Absent for cluster-scoped objects; hooks treat an absent namespace as the parent's.
-    #[serde(default)]
-    pub namespace: Option<String>,
-    #[serde(default)]
-    pub uid: Option<String>,
+    #[serde(default, borrow)]
+    pub namespace: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub uid: Option<Text<'a>>,
     /// Bumped by the API server on every spec change.
     #[serde(default)]
     pub generation: Option<i64>,
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub labels: BTreeMap<String, String>,
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub annotations: BTreeMap<String, String>,
+    #[serde(default, borrow, deserialize_with = "null_as_default")]
+    pub labels: BTreeMap<Text<'a>, Text<'a>>,
+    #[serde(default, borrow, deserialize_with = "null_as_default")]
+    pub annotations: BTreeMap<Text<'a>, Text<'a>>,
     /// RFC 3339; kept as text because a hook must report, not reject, one it cannot parse.
     #[serde(default, deserialize_with = "lenient_string")]
     pub creation_timestamp: Option<String>,
@@ -53,7 +54,109 @@ pub struct ObjectMeta {
     pub deletion_timestamp: Option<IgnoredAny>,
 }
 
-impl ObjectMeta {
+/// A metadata map copied into owned strings, for a response that rebuilds an observed object.
+pub fn owned_map(map: &BTreeMap<Text<'_>, Text<'_>>) -> BTreeMap<String, String> {
+    map.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A JSON string of the request: borrowed when it has no escapes, copied (unescaped) when it
+/// has. Compares, orders and hashes as the `str` it holds, so maps keyed by it are looked up
+/// with a `&str`.
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Text<'a>(pub Cow<'a, str>);
+
+impl Text<'_> {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Text<'_> {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for Text<'_> {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl PartialEq<&str> for Text<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<String> for Text<'_> {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl fmt::Debug for Text<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Text<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'a> From<&'a str> for Text<'a> {
+    fn from(text: &'a str) -> Self {
+        Text(Cow::Borrowed(text))
+    }
+}
+
+impl From<String> for Text<'_> {
+    fn from(text: String) -> Self {
+        Text(Cow::Owned(text))
+    }
+}
+
+impl Serialize for Text<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct TextVisitor<'a>(std::marker::PhantomData<Text<'a>>);
+        impl<'de: 'a, 'a> Visitor<'de> for TextVisitor<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(TextVisitor(std::marker::PhantomData))
+    }
+}
+
+impl ObjectMeta<'_> {
     /// The object's namespace, or `default_ns` when it has none.
     pub fn namespace_or<'a>(&'a self, default_ns: &'a str) -> &'a str {
         match self.namespace.as_deref() {

@@ -2,7 +2,9 @@
 
 use super::graph::DeleteGraph;
 use super::spec::{validate, AddCondition, Workload};
-use crate::contract::{lenient_string, CompositeRequest, CompositeResponse, Object, ObjectMap};
+use crate::contract::{
+    lenient_string, CompositeRequest, CompositeResponse, Object, ObjectMap, Text,
+};
 use crate::json::{Json, JsonObject, NULL};
 use crate::meta::{sha256_hex, write_json_str, Condition, PreviousConditions};
 use serde::ser::SerializeMap;
@@ -20,7 +22,7 @@ const POD_KEY: &str = "Pod.v1";
 
 /// The WorkloadSet parent: the spec is read as JSON (strings borrowed from the request) because
 /// validation must describe (not reject) whatever shape it has.
-pub type WorkloadSet<'a> = Object<Json<'a>, WorkloadSetStatus<'a>>;
+pub type WorkloadSet<'a> = Object<'a, Json<'a>, WorkloadSetStatus<'a>>;
 
 /// The previous status: its conditions, and the parts a freeze copies back untouched.
 #[derive(Debug, Default, Deserialize)]
@@ -42,7 +44,7 @@ pub struct PodStatus {
 
 /// An observed Pod: its spec is kept as raw JSON (borrowed from the request), to be returned
 /// untouched when the Pod is kept.
-pub type Pod<'a> = Object<Option<&'a RawValue>, PodStatus>;
+pub type Pod<'a> = Object<'a, Option<&'a RawValue>, PodStatus>;
 
 pub type SyncRequest<'a> = CompositeRequest<WorkloadSet<'a>, ObjectMap<Pod<'a>>>;
 
@@ -62,8 +64,8 @@ pub struct PodOut<'a> {
 pub struct PodMeta<'a> {
     pub name: Cow<'a, str>,
     pub namespace: Cow<'a, str>,
-    pub labels: Cow<'a, BTreeMap<String, String>>,
-    pub annotations: Cow<'a, BTreeMap<String, String>>,
+    pub labels: Cow<'a, BTreeMap<Text<'a>, Text<'a>>>,
+    pub annotations: Cow<'a, BTreeMap<Text<'a>, Text<'a>>>,
 }
 
 /// A Pod's spec in the response: the template's, with the restart policy set; or as observed.
@@ -237,11 +239,16 @@ fn canonical_rendered(workload: &Workload) -> String {
     out
 }
 
-fn string_map(v: Option<&Json>) -> BTreeMap<String, String> {
+/// The string members of a template's map, borrowed from the request.
+fn string_map<'a>(v: Option<&Json<'a>>) -> BTreeMap<Text<'a>, Text<'a>> {
     v.and_then(Json::as_object)
         .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.to_owned(), v.as_str()?.to_owned())))
+            m.members()
+                .iter()
+                .filter_map(|(k, v)| match v {
+                    Json::String(text) => Some((Text(k.clone()), Text(text.clone()))),
+                    _ => None,
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -253,12 +260,12 @@ impl<'a> Desired<'_, 'a> {
         let template: &'a JsonObject<'a> = self.workload.template;
         let metadata = template.get("metadata");
         let mut labels = string_map(metadata.and_then(|m| m.get("labels")));
-        labels.insert(LABEL_SET.into(), set.into());
+        labels.insert(LABEL_SET.into(), set.to_owned().into());
         labels.insert(LABEL_WORKLOAD.into(), self.workload.name.into());
         let mut annotations = string_map(metadata.and_then(|m| m.get("annotations")));
         annotations.insert(
             ANNOTATION_DEPENDENCIES.into(),
-            self.workload.dependencies_annotation(),
+            self.workload.dependencies_annotation().into(),
         );
         PodOut {
             api_version: "v1",
@@ -342,8 +349,7 @@ pub fn reconcile<'a>(
         workloads.iter().map(|w| (w.name, render(set, w))).collect();
     let names: HashSet<&str> = workloads.iter().map(|w| w.name).collect();
     let states: Vec<State> = pods.iter().map(observed_state).collect();
-    let workload_of =
-        |pod: &'a Pod<'a>| pod.metadata.labels.get(LABEL_WORKLOAD).map(String::as_str);
+    let workload_of = |pod: &'a Pod<'a>| pod.metadata.labels.get(LABEL_WORKLOAD).map(Text::as_str);
     let mut pods_of: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut current_of: HashMap<&str, usize> = HashMap::new();
     let mut obsolete: Vec<usize> = Vec::new();
@@ -353,7 +359,7 @@ pub fn reconcile<'a>(
             pods_of.entry(w).or_default().push(i);
         }
         match w.and_then(|w| desired.get(w)) {
-            Some(d) if d.name == pod.metadata.name => {
+            Some(d) if pod.metadata.name == d.name => {
                 current_of.insert(d.workload.name, i);
             }
             _ => obsolete.push(i),

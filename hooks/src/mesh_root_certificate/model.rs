@@ -1,7 +1,7 @@
 //! The MeshRootCertificate as both cert-rotation hooks read it, the Secrets they handle, and the
 //! rules they share: roles, providers, the valid combinations of MRCs in use, leaf validity.
 
-use crate::contract::{lenient_string, null_as_default, Object, ObjectMeta, RawString};
+use crate::contract::{lenient_string, null_as_default, owned_map, Object, ObjectMeta, RawString};
 use crate::meta::PreviousConditions;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
@@ -41,7 +41,7 @@ pub struct MrcStatus {
     pub conditions: PreviousConditions,
 }
 
-pub type Mrc = Object<MrcSpec, MrcStatus>;
+pub type Mrc<'a> = Object<'a, MrcSpec, MrcStatus>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -162,8 +162,8 @@ pub fn check_combination(in_use: &[Role]) -> Result<(), BadCombination> {
 /// in the request, as its raw JSON strings.
 #[derive(Debug, Default, Deserialize)]
 pub struct DataObject<'a> {
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub metadata: ObjectMeta,
+    #[serde(default, borrow, deserialize_with = "null_as_default")]
+    pub metadata: ObjectMeta<'a>,
     #[serde(default, rename = "type")]
     pub type_: Option<String>,
     #[serde(default, borrow, deserialize_with = "null_as_default")]
@@ -212,15 +212,15 @@ impl<'a> DataObjectOut<'a> {
     /// An observed object returned as observed: type, data, labels and annotations; no
     /// server-set metadata, no ownerReferences, no last-applied annotation.
     pub fn observed(kind: &'static str, obj: &DataObject<'a>, namespace: &str) -> Self {
-        let mut annotations = obj.metadata.annotations.clone();
+        let mut annotations = owned_map(&obj.metadata.annotations);
         annotations.remove(LAST_APPLIED);
         DataObjectOut {
             api_version: "v1",
             kind,
             metadata: MetaOut {
-                name: obj.metadata.name.clone(),
+                name: obj.metadata.name.to_string(),
                 namespace: obj.metadata.namespace_or(namespace).to_owned(),
-                labels: obj.metadata.labels.clone(),
+                labels: owned_map(&obj.metadata.labels),
                 annotations,
             },
             type_: obj.type_.clone(),

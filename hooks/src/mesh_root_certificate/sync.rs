@@ -27,13 +27,13 @@ object_maps! {
 object_maps! {
     /// The namespace's MRCs and CertificateManagers, and the named CA Secret.
     pub struct Related<'a> {
-        mrcs: Mrc = MRC_KEY,
-        managers: Manager = MANAGER_KEY,
+        mrcs: Mrc<'a> = MRC_KEY,
+        managers: Manager<'a> = MANAGER_KEY,
         secrets: DataObject<'a> = SECRET_KEY,
     }
 }
 
-pub type SyncRequest<'a> = DecoratorRequest<Mrc, Attachments<'a>, Related<'a>>;
+pub type SyncRequest<'a> = DecoratorRequest<Mrc<'a>, Attachments<'a>, Related<'a>>;
 
 #[derive(Debug, Serialize)]
 pub struct Status {
