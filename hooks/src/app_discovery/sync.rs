@@ -42,14 +42,14 @@ pub type AppDiscovery<'a> = Object<'a, AppDiscoverySpec, AppDiscoveryStatus>;
 pub type KeptnObject<'a> = Object<'a, Value>;
 
 #[derive(Debug, Default, Deserialize)]
-pub struct WorkloadSpec {
-    #[serde(default)]
-    pub app: Lenient,
-    #[serde(default)]
-    pub version: Lenient,
+pub struct WorkloadSpec<'a> {
+    #[serde(default, borrow)]
+    pub app: Lenient<'a>,
+    #[serde(default, borrow)]
+    pub version: Lenient<'a>,
 }
 
-pub type KeptnWorkload<'a> = Object<'a, WorkloadSpec>;
+pub type KeptnWorkload<'a> = Object<'a, WorkloadSpec<'a>>;
 
 object_maps! {
     /// The related objects: workloads and apps of the namespace, each decoded into its own type.

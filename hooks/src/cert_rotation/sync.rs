@@ -23,16 +23,16 @@ pub const ANNOTATION_VALIDATING: &str = "metahooks.dev/validating-issuer";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ManagerStatus {
-    #[serde(default, deserialize_with = "crate::contract::lenient_string")]
-    pub signing_issuer: Option<String>,
-    #[serde(default, deserialize_with = "crate::contract::lenient_string")]
-    pub validating_issuer: Option<String>,
+pub struct ManagerStatus<'a> {
+    #[serde(default, borrow, deserialize_with = "crate::contract::lenient_string")]
+    pub signing_issuer: Option<Text<'a>>,
+    #[serde(default, borrow, deserialize_with = "crate::contract::lenient_string")]
+    pub validating_issuer: Option<Text<'a>>,
     #[serde(default)]
     pub conditions: PreviousConditions,
 }
 
-pub type Manager<'a> = Object<'a, Value, ManagerStatus>;
+pub type Manager<'a> = Object<'a, Value, ManagerStatus<'a>>;
 
 object_maps! {
     /// The children: the trust-bundle ConfigMap and the leaf Secrets.
@@ -451,8 +451,8 @@ fn freeze<'a>(
         .condition("Ready", false, f.reason, f.message, generation, now);
     CompositeResponse {
         status: Status {
-            signing_issuer: previous.signing_issuer.clone(),
-            validating_issuer: previous.validating_issuer.clone(),
+            signing_issuer: previous.signing_issuer.as_deref().map(str::to_owned),
+            validating_issuer: previous.validating_issuer.as_deref().map(str::to_owned),
             conditions: vec![ready],
         },
         children,

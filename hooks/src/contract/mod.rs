@@ -201,6 +201,15 @@ mod tests {
         let e = decode::<ObjectMeta>(br#"{"name": 5}"#).unwrap_err();
         assert_eq!(e.path, "name");
         assert!(e.message.contains("expected a string"), "{}", e.message);
+        // Lenient strings too: unescaped when they need it, absent when not strings.
+        let meta: ObjectMeta =
+            decode(br#"{"creationTimestamp": "2026-06-01T00:00:00\u005a"}"#).unwrap();
+        assert_eq!(
+            meta.creation_timestamp.as_deref(),
+            Some("2026-06-01T00:00:00Z")
+        );
+        let meta: ObjectMeta = decode(br#"{"creationTimestamp": 5}"#).unwrap();
+        assert!(meta.creation_timestamp.is_none());
     }
 
     #[test]

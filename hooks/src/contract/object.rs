@@ -47,8 +47,8 @@ pub struct ObjectMeta<'a> {
     #[serde(default, borrow, deserialize_with = "null_as_default")]
     pub annotations: BTreeMap<Text<'a>, Text<'a>>,
     /// RFC 3339; kept as text because a hook must report, not reject, one it cannot parse.
-    #[serde(default, deserialize_with = "lenient_string")]
-    pub creation_timestamp: Option<String>,
+    #[serde(default, borrow, deserialize_with = "lenient_string")]
+    pub creation_timestamp: Option<Text<'a>>,
     /// Set while the object is being deleted.
     #[serde(default)]
     pub deletion_timestamp: Option<IgnoredAny>,
@@ -179,17 +179,18 @@ where
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
-/// A value that should be a string but may be anything: `Str` when it is one, `Other` when it is
-/// present with another JSON type, `Absent` when it is missing or null.
+/// A value that should be a string but may be anything: `Str` when it is one (borrowed from the
+/// request, as [`Text`]), `Other` when it is present with another JSON type, `Absent` when it is
+/// missing or null.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum Lenient {
+pub enum Lenient<'a> {
     #[default]
     Absent,
-    Str(String),
+    Str(Text<'a>),
     Other,
 }
 
-impl Lenient {
+impl Lenient<'_> {
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Lenient::Str(s) => Some(s),
@@ -198,58 +199,63 @@ impl Lenient {
     }
 }
 
-impl<'de> Deserialize<'de> for Lenient {
+impl<'de: 'a, 'a> Deserialize<'de> for Lenient<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(LenientVisitor)
+        d.deserialize_any(LenientVisitor(std::marker::PhantomData))
     }
 }
 
-/// For `Option<String>` fields that must not fail on another JSON type: anything but a string is
+/// For `Option<Text>` fields that must not fail on another JSON type: anything but a string is
 /// `None`.
-pub fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+pub fn lenient_string<'de: 'a, 'a, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Text<'a>>, D::Error> {
     Ok(match Lenient::deserialize(d)? {
         Lenient::Str(s) => Some(s),
         _ => None,
     })
 }
 
-struct LenientVisitor;
+struct LenientVisitor<'a>(std::marker::PhantomData<Lenient<'a>>);
 
-impl<'de> Visitor<'de> for LenientVisitor {
-    type Value = Lenient;
+impl<'de: 'a, 'a> Visitor<'de> for LenientVisitor<'a> {
+    type Value = Lenient<'a>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Lenient, E> {
-        Ok(Lenient::Str(v.to_owned()))
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Lenient<'a>, E> {
+        Ok(Lenient::Str(v.into()))
     }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Lenient, E> {
-        Ok(Lenient::Str(v))
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Lenient<'a>, E> {
+        Ok(Lenient::Str(v.to_owned().into()))
     }
-    fn visit_unit<E: de::Error>(self) -> Result<Lenient, E> {
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Lenient<'a>, E> {
+        Ok(Lenient::Str(v.into()))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Lenient<'a>, E> {
         Ok(Lenient::Absent)
     }
-    fn visit_none<E: de::Error>(self) -> Result<Lenient, E> {
+    fn visit_none<E: de::Error>(self) -> Result<Lenient<'a>, E> {
         Ok(Lenient::Absent)
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Lenient, E> {
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Lenient<'a>, E> {
         Ok(Lenient::Other)
     }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Lenient, E> {
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Lenient<'a>, E> {
         Ok(Lenient::Other)
     }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Lenient, E> {
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Lenient<'a>, E> {
         Ok(Lenient::Other)
     }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Lenient, E> {
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Lenient<'a>, E> {
         Ok(Lenient::Other)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Lenient, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Lenient<'a>, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(Lenient::Other)
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Lenient, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Lenient<'a>, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(Lenient::Other)
     }

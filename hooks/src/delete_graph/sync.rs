@@ -37,14 +37,14 @@ pub struct WorkloadSetStatus<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
-pub struct PodStatus {
-    #[serde(default, deserialize_with = "lenient_string")]
-    pub phase: Option<String>,
+pub struct PodStatus<'a> {
+    #[serde(default, borrow, deserialize_with = "lenient_string")]
+    pub phase: Option<Text<'a>>,
 }
 
 /// An observed Pod: its spec is kept as raw JSON (borrowed from the request), to be returned
 /// untouched when the Pod is kept.
-pub type Pod<'a> = Object<'a, Option<&'a RawValue>, PodStatus>;
+pub type Pod<'a> = Object<'a, Option<&'a RawValue>, PodStatus<'a>>;
 
 pub type SyncRequest<'a> = CompositeRequest<WorkloadSet<'a>, ObjectMap<Pod<'a>>>;
 

@@ -1,7 +1,9 @@
 //! The MeshRootCertificate as both cert-rotation hooks read it, the Secrets they handle, and the
 //! rules they share: roles, providers, the valid combinations of MRCs in use, leaf validity.
 
-use crate::contract::{lenient_string, null_as_default, owned_map, Object, ObjectMeta, RawString};
+use crate::contract::{
+    lenient_string, null_as_default, owned_map, Object, ObjectMeta, RawString, Text,
+};
 use crate::meta::PreviousConditions;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
@@ -34,14 +36,14 @@ pub struct MrcSpec {
 }
 
 #[derive(Debug, Default, Deserialize)]
-pub struct MrcStatus {
-    #[serde(default, deserialize_with = "lenient_string")]
-    pub state: Option<String>,
+pub struct MrcStatus<'a> {
+    #[serde(default, borrow, deserialize_with = "lenient_string")]
+    pub state: Option<Text<'a>>,
     #[serde(default)]
     pub conditions: PreviousConditions,
 }
 
-pub type Mrc<'a> = Object<'a, MrcSpec, MrcStatus>;
+pub type Mrc<'a> = Object<'a, MrcSpec, MrcStatus<'a>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
