@@ -7,7 +7,7 @@ VENV ?= target/venv
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: build run test soak deny e2e lint fmt demo bench bench-load fuzz manifests-check clean
+.PHONY: build run test soak deny e2e lint fmt demo bench bench-load bench-instructions fuzz manifests-check clean
 
 build:
 	$(CARGO) build --release
@@ -68,6 +68,12 @@ bench-load:
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk bc)
 	command -v bc >/dev/null || apt-get install -y -qq bc
 	scripts/bench-load.sh
+
+## Instruction counts of every sync hook against its floor, under callgrind (installs valgrind).
+bench-instructions:
+	command -v valgrind >/dev/null || (apt-get update -qq && apt-get install -y -qq valgrind bc)
+	command -v bc >/dev/null || apt-get install -y -qq bc
+	scripts/bench-instructions.sh
 
 ## Render manifests/ and validate every object offline (Kubernetes schemas, our CRD schemas,
 ## routes and hook kinds against `metahooks list`). Needs kubectl (for kustomize) and python3.

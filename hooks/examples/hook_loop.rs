@@ -1,0 +1,44 @@
+//! Runs one hook on one request file a given number of times, as the server does (registry
+//! lookup, real clock, OS randomness, one certificate memo shared between the runs), and prints
+//! the total size of the answers. With `floor` instead of a hook id it runs the benches' floor
+//! on the same bytes: parse into `serde_json::Value` and serialize it back. Meant for
+//! `valgrind --tool=callgrind`, whose instruction count is the same from run to run on a noisy
+//! machine; docs/BENCHMARKS.md gives the commands.
+//!
+//! Usage: hook_loop <hook id, e.g. delete-graph/sync, or floor> <request.json> <runs>
+
+use metahooks_hooks::pki::PkiMemo;
+use metahooks_hooks::registry::{find, HookContext};
+
+fn main() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [id, path, runs] = args.as_slice() else {
+        return Err("usage: hook_loop <hook id | floor> <request.json> <runs>".into());
+    };
+    let body = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    let runs: usize = runs.parse().map_err(|e| format!("runs: {e}"))?;
+    let mut answered = 0;
+    if id == "floor" {
+        for _ in 0..runs {
+            let value: serde_json::Value =
+                serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+            answered += serde_json::to_vec(&value).map_err(|e| e.to_string())?.len();
+        }
+    } else {
+        let hook = find(id).ok_or_else(|| format!("no hook {id}"))?;
+        let pki = PkiMemo::default();
+        let mut rng = rand_core::OsRng;
+        for _ in 0..runs {
+            let mut ctx = HookContext {
+                now: time::OffsetDateTime::now_utc(),
+                rng: &mut rng,
+                pki: &pki,
+            };
+            let output =
+                (hook.run)(&body, &mut ctx).map_err(|e| format!("{}: {}", e.path, e.message))?;
+            answered += output.body.len();
+        }
+    }
+    println!("{answered} bytes answered");
+    Ok(())
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Instruction counts (`make bench-instructions`): every sync hook against its floor (serde_json
+# parse into a Value and serialize back) on the load run's requests of about 25 KB, 200 KB and
+# 1.7 MB, counted by valgrind's callgrind. Unlike times, the counts are the same from run to run
+# on a shared machine, so two builds can be compared one change apart. Each figure is the cost of
+# one more request after the first: (count for 1 + RUNS requests - count for 1 request) / RUNS,
+# so that start-up and, for cert-rotation, the first sync's certificate checks (the memo is then
+# warm, as on a resync) are left out. Instructions are not time: cache misses and system calls
+# are not in them. Prints a markdown table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-3}
+ROUTES=${ROUTES:-app-discovery delete-graph cert-rotation}
+SIZES=${SIZES:-25k 200k 1700k}
+OUT=target/load
+
+cargo build --release --quiet -p metahooks-hooks --example hook_loop
+cargo build --release --quiet --example load_requests
+./target/release/examples/load_requests "$OUT" >&2
+
+count() { # id body runs -> instructions
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+    ./target/release/examples/hook_loop "$1" "$2" "$3" 2>&1 >/dev/null |
+    awk '/ refs:/ {gsub(",", "", $NF); print $NF}'
+}
+per_request() { # id body -> instructions of one more request
+  local one more
+  one=$(count "$1" "$2" 1)
+  more=$(count "$1" "$2" $((RUNS + 1)))
+  echo $(((more - one) / RUNS))
+}
+
+echo "| route | size | hook instructions | floor instructions | hook/floor |"
+echo "| --- | --- | ---: | ---: | ---: |"
+for route in $ROUTES; do
+  for size in $SIZES; do
+    body="$OUT/$route-$size.json"
+    hook=$(per_request "$route/sync" "$body")
+    floor=$(per_request floor "$body")
+    printf '| %s/sync | %s | %d | %d | %.2f |\n' "$route" "$size" "$hook" "$floor" "$(echo "$hook / $floor" | bc -l)"
+  done
+done
