@@ -86,12 +86,6 @@ impl std::borrow::Borrow<str> for Text<'_> {
     }
 }
 
-impl PartialEq<str> for Text<'_> {
-    fn eq(&self, other: &str) -> bool {
-        *self.0 == *other
-    }
-}
-
 impl PartialEq<&str> for Text<'_> {
     fn eq(&self, other: &&str) -> bool {
         *self.0 == **other
