@@ -160,7 +160,7 @@ fn run_hook(id: &str, file: Option<PathBuf>, now: Option<&str>) -> Result<()> {
     let mut ctx = HookContext {
         now,
         rng: &mut rng,
-        pki: &Default::default(),
+        memo: &Default::default(),
     };
     match (hook.run)(&body, &mut ctx) {
         Ok(output) => {

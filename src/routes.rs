@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use metahooks_hooks::pki::PkiMemo;
+use metahooks_hooks::memo::Memo;
 use metahooks_hooks::{Hook, HookContext, HOOKS};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -55,8 +55,9 @@ pub struct AppState {
     pub ready: AtomicBool,
     /// The `now` handed to hooks: the system clock, or a test's fixed or virtual clock.
     pub clock: Clock,
-    /// CA Secrets and leaves cert-rotation has checked before (bounded memos, see `pki`).
-    pki: PkiMemo,
+    /// What the hooks remember between requests: certificates checked and specs planned before
+    /// (bounded, see `metahooks_hooks::memo`).
+    memo: Memo,
     in_flight: Arc<Semaphore>,
 }
 
@@ -72,7 +73,7 @@ impl AppState {
             limits,
             metrics: Metrics::default(),
             ready: AtomicBool::new(false),
-            pki: PkiMemo::default(),
+            memo: Memo::default(),
         })
     }
 }
@@ -193,7 +194,7 @@ async fn run_hook(
     let mut ctx = HookContext {
         now: (state.clock)(),
         rng: &mut rng,
-        pki: &state.pki,
+        memo: &state.memo,
     };
     let output = (hook.run)(&body, &mut ctx).map_err(ApiError::BadRequest)?;
     let span = tracing::Span::current();

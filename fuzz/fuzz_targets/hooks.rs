@@ -37,7 +37,7 @@ fuzz_target!(|data: &[u8]| {
     let mut ctx = HookContext {
         now: time::OffsetDateTime::from_unix_timestamp(1_780_315_200).unwrap(),
         rng: &mut rng,
-        pki: &Default::default(),
+        memo: &Default::default(),
     };
     if let Ok(out) = (hook.run)(body, &mut ctx) {
         assert!(!out.body.is_empty(), "{}: an empty 200", hook.id);

@@ -6,7 +6,7 @@
 mod requests;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use metahooks_hooks::pki::PkiMemo;
+use metahooks_hooks::memo::Memo;
 use metahooks_hooks::registry::{find, HookContext};
 use std::hint::black_box;
 use std::time::Duration;
@@ -16,27 +16,28 @@ fn floor(body: &[u8]) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap()
 }
 
-fn run_hook(id: &str, body: &[u8], pki: &PkiMemo) -> Vec<u8> {
+fn run_hook(id: &str, body: &[u8], memo: &Memo) -> Vec<u8> {
     let hook = find(id).unwrap();
     let mut rng = rand_core::OsRng;
     let mut ctx = HookContext {
         now: requests::now(),
         rng: &mut rng,
-        pki,
+        memo,
     };
     (hook.run)(body, &mut ctx).unwrap().body
 }
 
-/// How the certificate memo is used: shared by every iteration, as the server shares it between
-/// resyncs (`Warm`), or new for each iteration, as on the first sync after a start (`Cold`).
+/// How the memos are used: shared by every iteration, as the server shares them between resyncs
+/// (`Warm`), or new for each iteration, as on the first sync after a start or after a spec change
+/// (`Cold`).
 #[derive(Clone, Copy)]
-enum Memo {
+enum MemoUse {
     Warm,
     Cold,
 }
 
 fn bench_pairs(c: &mut Criterion, group: &str, hook: &str, cases: Vec<(usize, Vec<u8>)>) {
-    bench_pairs_with(c, group, hook, cases, Memo::Warm)
+    bench_pairs_with(c, group, hook, cases, MemoUse::Warm)
 }
 
 fn bench_pairs_with(
@@ -44,7 +45,7 @@ fn bench_pairs_with(
     group: &str,
     hook: &str,
     cases: Vec<(usize, Vec<u8>)>,
-    memo: Memo,
+    memo: MemoUse,
 ) {
     let mut g = c.benchmark_group(group);
     g.warm_up_time(Duration::from_millis(500))
@@ -52,10 +53,10 @@ fn bench_pairs_with(
         .sample_size(20);
     for (n, body) in &cases {
         g.throughput(Throughput::Bytes(body.len() as u64));
-        let shared = PkiMemo::default();
+        let shared = Memo::default();
         g.bench_with_input(BenchmarkId::new("hook", n), body, |b, body| match memo {
-            Memo::Warm => b.iter(|| run_hook(hook, black_box(body), &shared)),
-            Memo::Cold => b.iter(|| run_hook(hook, black_box(body), &PkiMemo::default())),
+            MemoUse::Warm => b.iter(|| run_hook(hook, black_box(body), &shared)),
+            MemoUse::Cold => b.iter(|| run_hook(hook, black_box(body), &Memo::default())),
         });
         g.bench_with_input(BenchmarkId::new("floor", n), body, |b, body| {
             b.iter(|| floor(black_box(body)))
@@ -75,7 +76,14 @@ fn delete_graph(c: &mut Criterion) {
     let cases = [10, 100, 1000, 10000]
         .map(|n| (n, requests::delete_graph_sync(n)))
         .to_vec();
-    bench_pairs(c, "delete-graph-sync", "delete-graph/sync", cases);
+    bench_pairs(c, "delete-graph-sync", "delete-graph/sync", cases.clone());
+    bench_pairs_with(
+        c,
+        "delete-graph-sync-cold",
+        "delete-graph/sync",
+        cases,
+        MemoUse::Cold,
+    );
 }
 
 fn cert_rotation(c: &mut Criterion) {
@@ -93,7 +101,7 @@ fn cert_rotation(c: &mut Criterion) {
         "cert-rotation-sync-reuse-cold",
         "cert-rotation/sync",
         reuse,
-        Memo::Cold,
+        MemoUse::Cold,
     );
     let issue = [10, 100, 1000]
         .map(|n| (n, requests::cert_rotation_sync(n, false)))

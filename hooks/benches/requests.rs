@@ -87,7 +87,7 @@ fn call(id: &str, body: &Value) -> Value {
     let mut ctx = HookContext {
         now: now(),
         rng: &mut rng,
-        pki: &Default::default(),
+        memo: &Default::default(),
     };
     let out = (find(id).unwrap().run)(&serde_json::to_vec(body).unwrap(), &mut ctx).unwrap();
     serde_json::from_slice(&out.body).unwrap()

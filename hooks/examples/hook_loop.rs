@@ -1,5 +1,5 @@
 //! Runs one hook on one request file a given number of times, as the server does (registry
-//! lookup, real clock, OS randomness, one certificate memo shared between the runs), and prints
+//! lookup, real clock, OS randomness, one set of memos shared between the runs), and prints
 //! the total size of the answers. With `floor` instead of a hook id it runs the benches' floor
 //! on the same bytes: parse into `serde_json::Value` and serialize it back. Meant for
 //! `valgrind --tool=callgrind`, whose instruction count is the same from run to run on a noisy
@@ -7,7 +7,7 @@
 //!
 //! Usage: hook_loop <hook id, e.g. delete-graph/sync, or floor> <request.json> <runs>
 
-use metahooks_hooks::pki::PkiMemo;
+use metahooks_hooks::memo::Memo;
 use metahooks_hooks::registry::{find, HookContext};
 
 fn main() -> Result<(), String> {
@@ -26,13 +26,13 @@ fn main() -> Result<(), String> {
         }
     } else {
         let hook = find(id).ok_or_else(|| format!("no hook {id}"))?;
-        let pki = PkiMemo::default();
+        let memo = Memo::default();
         let mut rng = rand_core::OsRng;
         for _ in 0..runs {
             let mut ctx = HookContext {
                 now: time::OffsetDateTime::now_utc(),
                 rng: &mut rng,
-                pki: &pki,
+                memo: &memo,
             };
             let output =
                 (hook.run)(&body, &mut ctx).map_err(|e| format!("{}: {}", e.path, e.message))?;

@@ -22,4 +22,14 @@ impl RequestError {
             path: path.to_string(),
         }
     }
+
+    /// The same error for a document decoded on its own that sits at `prefix` in the request.
+    pub fn within(self, prefix: &str) -> Self {
+        let path = match self.path.as_str() {
+            "." => prefix.to_owned(),
+            p if p.starts_with('[') => format!("{prefix}{p}"),
+            p => format!("{prefix}.{p}"),
+        };
+        RequestError { path, ..self }
+    }
 }

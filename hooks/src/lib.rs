@@ -9,6 +9,7 @@ pub mod contract;
 pub mod delete_graph;
 pub mod error;
 pub mod json;
+pub mod memo;
 pub mod mesh_root_certificate;
 pub mod meta;
 pub mod pki;

@@ -3,13 +3,14 @@
 //! Randomness for keys and serials comes from the caller; errors name what is wrong, never any
 //! key material.
 
+use crate::memo::Recent;
 use rand_core::CryptoRngCore;
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
 };
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use time::{Duration, OffsetDateTime};
 use x509_parser::certificate::X509Certificate;
@@ -137,9 +138,18 @@ impl CheckedLeaves {
 /// values as sent, so a Secret that differs in any byte is checked afresh; only CAs that passed
 /// are stored, and expiry is checked against the request's time on every use. Bounded: the
 /// [`Self::CAPACITY`] most recently used.
-#[derive(Default)]
+#[derive(Debug)]
 pub struct CheckedCas {
-    recent: Mutex<VecDeque<([u8; 32], Arc<Ca>)>>,
+    recent: Recent<Ca>,
+}
+
+impl Default for CheckedCas {
+    fn default() -> Self {
+        CheckedCas {
+            // CA Secrets are small: bounded by count alone.
+            recent: Recent::new(Self::CAPACITY, usize::MAX),
+        }
+    }
 }
 
 impl CheckedCas {
@@ -161,52 +171,25 @@ impl CheckedCas {
             hasher.update(bytes);
         }
         let digest: [u8; 32] = hasher.finalize().into();
-        if let Some(ca) = self.recall(&digest) {
+        if let Some(ca) = self.recent.recall(&digest) {
             check_expiry(ca.not_after, now)?;
             return Ok(ca);
         }
         let crt = ca_crt.and_then(from_base64);
         let key = private_key.and_then(from_base64);
         let ca = Arc::new(Ca::from_secret(crt.as_deref(), key.as_deref(), now)?);
-        let mut recent = self.lock();
-        // Two requests may have checked the same Secret at once: keep one entry.
-        if !recent.iter().any(|(d, _)| *d == digest) {
-            recent.push_front((digest, Arc::clone(&ca)));
-            recent.truncate(Self::CAPACITY);
-        }
+        let bytes = ca_crt.map_or(0, str::len) + private_key.map_or(0, str::len);
+        self.recent.store(digest, Arc::clone(&ca), bytes);
         Ok(ca)
-    }
-
-    /// The remembered CA of `digest`, moved to the front.
-    fn recall(&self, digest: &[u8; 32]) -> Option<Arc<Ca>> {
-        let mut recent = self.lock();
-        let at = recent.iter().position(|(d, _)| d == digest)?;
-        let entry = recent.remove(at)?;
-        let ca = Arc::clone(&entry.1);
-        recent.push_front(entry);
-        Some(ca)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<([u8; 32], Arc<Ca>)>> {
-        self.recent.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// How many CAs are remembered.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.recent.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl std::fmt::Debug for CheckedCas {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never print a key: the count only.
-        f.debug_struct("CheckedCas")
-            .field("len", &self.len())
-            .finish()
+        self.recent.is_empty()
     }
 }
 

@@ -3,7 +3,7 @@
 //! Adding a hook is one line here plus its module.
 
 use crate::contract::{encode, AdmissionRequest, ObjectMeta};
-use crate::pki::PkiMemo;
+use crate::memo::Memo;
 use crate::RequestError;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate};
 use rand_core::CryptoRngCore;
@@ -11,12 +11,12 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 /// What a hook may use besides its request: the time, randomness for key generation, and the
-/// certificate memo (CA Secrets and leaves checked before; shared between requests, it only
-/// saves time).
+/// server's memos (certificates checked and specs planned before; shared between requests, they
+/// only save time).
 pub struct HookContext<'a> {
     pub now: OffsetDateTime,
     pub rng: &'a mut dyn CryptoRngCore,
-    pub pki: &'a PkiMemo,
+    pub memo: &'a Memo,
 }
 
 /// What a hook answers: the encoded response and what the request was about, for logs.
@@ -204,7 +204,7 @@ pub fn find(id: &str) -> Option<&'static Hook> {
     HOOKS.iter().find(|h| h.id == id)
 }
 
-/// Runs `hook` on `request` at `now` with fresh randomness and an empty certificate memo, and
+/// Runs `hook` on `request` at `now` with fresh randomness and empty memos, and
 /// returns its JSON answer: the unit tests' way of calling a hook as the server does.
 #[cfg(test)]
 pub(crate) fn answer_of(
@@ -216,7 +216,7 @@ pub(crate) fn answer_of(
     let mut ctx = HookContext {
         now,
         rng: &mut rand_core::OsRng,
-        pki: &PkiMemo::default(),
+        memo: &Memo::default(),
     };
     let output = hook(&body, &mut ctx).expect("the hook answers");
     serde_json::from_slice(&output.body).expect("a JSON answer")

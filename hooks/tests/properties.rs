@@ -17,7 +17,7 @@ fn call(id: &str, body: &Value) -> (Vec<u8>, Value) {
     let mut ctx = HookContext {
         now: now(),
         rng: &mut rng,
-        pki: &Default::default(),
+        memo: &Default::default(),
     };
     let out = (find(id).unwrap().run)(&serde_json::to_vec(body).unwrap(), &mut ctx).unwrap();
     let v = serde_json::from_slice(&out.body).unwrap();

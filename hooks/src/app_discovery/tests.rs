@@ -559,7 +559,7 @@ fn rule_3_customize_asks_for_the_namespace_only() {
     let mut ctx = HookContext {
         now: NOW,
         rng: &mut rand_core::OsRng,
-        pki: &Default::default(),
+        memo: &Default::default(),
     };
     assert_eq!(
         super::customize_hook(&no_ns, &mut ctx).unwrap_err().path,

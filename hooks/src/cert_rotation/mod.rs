@@ -36,7 +36,7 @@ pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput,
 /// `POST /cert-rotation/sync`.
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     let req: sync::SyncRequest = decode(body)?;
-    let response = sync::sync(&req, ctx.now, ctx.rng, ctx.pki);
+    let response = sync::sync(&req, ctx.now, ctx.rng, &ctx.memo.pki);
     HookOutput::json(
         Subject::object("CertificateManager", &req.parent.metadata),
         &response,

@@ -3,6 +3,7 @@
 //! (../shared/spec/delete-graph.md).
 
 pub mod graph;
+pub mod plan;
 pub mod spec;
 pub mod sync;
 
@@ -15,22 +16,21 @@ use sync::{reconcile, SyncRequest};
 
 /// `POST /delete-graph/sync`: a sync, or the teardown when `finalizing` is true.
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
-    let req: SyncRequest = decode(body)?;
-    let response = reconcile(&req, req.finalizing, ctx.now);
-    HookOutput::json(
-        Subject::object("WorkloadSet", &req.parent.metadata),
-        &response,
-    )
+    answer(body, ctx, false)
 }
 
 /// `POST /delete-graph/finalize`: always the teardown.
 pub fn finalize_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+    answer(body, ctx, true)
+}
+
+/// The sync or teardown of the WorkloadSet in `body`, its spec planned through the memo.
+fn answer(body: &[u8], ctx: &HookContext, teardown: bool) -> Result<HookOutput, RequestError> {
     let req: SyncRequest = decode(body)?;
-    let response = reconcile(&req, true, ctx.now);
-    HookOutput::json(
-        Subject::object("WorkloadSet", &req.parent.metadata),
-        &response,
-    )
+    let parent = &req.parent;
+    let plan = ctx.memo.plans.plan(parent.spec, &parent.metadata.name)?;
+    let response = reconcile(&req, &plan, teardown || req.finalizing, ctx.now);
+    HookOutput::json(Subject::object("WorkloadSet", &parent.metadata), &response)
 }
 
 /// `POST /delete-graph/validate`: denies invalid specs and dependency cycles on CREATE and

@@ -1,12 +1,12 @@
 //! Sync and teardown of a WorkloadSet (delete-graph.md §3-§8): one pure function of the request.
 
 use super::graph::DeleteGraph;
-use super::spec::{validate, AddCondition, Workload};
+use super::plan::{Plan, Planned};
+use super::spec::AddCondition;
 use crate::contract::{
     lenient_string, CompositeRequest, CompositeResponse, Object, ObjectMap, Text,
 };
-use crate::json::{Json, JsonObject, NULL};
-use crate::meta::{sha256_hex, write_json_str, Condition, PreviousConditions};
+use crate::meta::{Condition, PreviousConditions};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -20,9 +20,9 @@ pub const LABEL_WORKLOAD: &str = "metahooks.dev/workload";
 pub const ANNOTATION_DEPENDENCIES: &str = "metahooks.dev/dependencies";
 const POD_KEY: &str = "Pod.v1";
 
-/// The WorkloadSet parent: the spec is read as JSON (strings borrowed from the request) because
-/// validation must describe (not reject) whatever shape it has.
-pub type WorkloadSet<'a> = Object<'a, Json<'a>, WorkloadSetStatus<'a>>;
+/// The WorkloadSet parent: the spec is kept as raw JSON (borrowed from the request), which its
+/// [`Plan`] reads; validation must describe (not reject) whatever shape it has.
+pub type WorkloadSet<'a> = Object<'a, Option<&'a RawValue>, WorkloadSetStatus<'a>>;
 
 /// The previous status: its conditions, and the parts a freeze copies back untouched.
 #[derive(Debug, Default, Deserialize)]
@@ -55,48 +55,19 @@ pub struct PodOut<'a> {
     pub api_version: &'static str,
     pub kind: &'static str,
     pub metadata: PodMeta<'a>,
+    /// The planned spec for a Pod to create or keep, the observed one for a Pod kept as it is.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub spec: Option<PodSpec<'a>>,
+    pub spec: Option<&'a RawValue>,
 }
 
-/// A child Pod's metadata: built for a new Pod, borrowed from the request for an observed one.
+/// A child Pod's metadata: borrowed from the plan for a planned Pod, from the request for an
+/// observed one.
 #[derive(Debug, Serialize)]
 pub struct PodMeta<'a> {
     pub name: Cow<'a, str>,
     pub namespace: Cow<'a, str>,
     pub labels: Cow<'a, BTreeMap<Text<'a>, Text<'a>>>,
     pub annotations: Cow<'a, BTreeMap<Text<'a>, Text<'a>>>,
-}
-
-/// A Pod's spec in the response: the template's, with the restart policy set; or as observed.
-#[derive(Debug)]
-pub enum PodSpec<'a> {
-    Rendered {
-        spec: Option<&'a JsonObject<'a>>,
-        restart_policy: &'static str,
-    },
-    Observed(&'a RawValue),
-}
-
-impl Serialize for PodSpec<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            PodSpec::Observed(raw) => raw.serialize(s),
-            PodSpec::Rendered {
-                spec,
-                restart_policy,
-            } => {
-                let mut map = s.serialize_map(None)?;
-                for (k, v) in spec.iter().flat_map(|m| m.iter()) {
-                    if k != "restartPolicy" {
-                        map.serialize_entry(k, v)?;
-                    }
-                }
-                map.serialize_entry("restartPolicy", restart_policy)?;
-                map.end()
-            }
-        }
-    }
 }
 
 /// `{state, subState, message}` of one workload.
@@ -176,111 +147,18 @@ fn is_pending_or_running(state: State) -> bool {
     state == PENDING_STARTING || state == RUNNING_OK
 }
 
-/// The rendered template of a workload (its template with the mapped restart policy, kept as a
-/// borrow plus the override rather than a copy) and the Pod name it yields (§3).
-struct Desired<'w, 'a> {
-    workload: &'w Workload<'a>,
-    name: String,
-}
-
-fn render<'w, 'a>(set: &str, workload: &'w Workload<'a>) -> Desired<'w, 'a> {
-    let hash = sha256_hex(canonical_rendered(workload).as_bytes());
-    Desired {
-        workload,
-        name: format!("{set}-{}-{}", workload.name, &hash[..10]),
-    }
-}
-
-/// Canonical JSON of the rendered template R: the template with `spec.restartPolicy` set to the
-/// mapped policy, written without copying the template.
-fn canonical_rendered(workload: &Workload) -> String {
-    let policy = Json::String(Cow::Borrowed(workload.restart_policy.pod_value()));
-    let empty = JsonObject::default();
-    let template = workload.template;
-    let spec = template
-        .get("spec")
-        .and_then(Json::as_object)
-        .unwrap_or(&empty);
-    let mut spec_keys: Vec<&str> = spec.keys().filter(|k| *k != "restartPolicy").collect();
-    spec_keys.push("restartPolicy");
-    spec_keys.sort_unstable();
-    let mut top: Vec<&str> = template.keys().filter(|k| *k != "spec").collect();
-    top.push("spec");
-    top.sort_unstable();
-    let mut out = String::with_capacity(512);
-    out.push('{');
-    for (i, key) in top.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_json_str(key, &mut out);
-        out.push(':');
-        if *key != "spec" {
-            template.get(key).unwrap_or(&NULL).write_canonical(&mut out);
-            continue;
-        }
-        out.push('{');
-        for (j, k) in spec_keys.iter().enumerate() {
-            if j > 0 {
-                out.push(',');
-            }
-            write_json_str(k, &mut out);
-            out.push(':');
-            let value = if *k == "restartPolicy" {
-                &policy
-            } else {
-                spec.get(k).unwrap_or(&NULL)
-            };
-            value.write_canonical(&mut out);
-        }
-        out.push('}');
-    }
-    out.push('}');
-    out
-}
-
-/// The string members of a template's map, borrowed from the request.
-fn string_map<'a>(v: Option<&Json<'a>>) -> BTreeMap<Text<'a>, Text<'a>> {
-    v.and_then(Json::as_object)
-        .map(|m| {
-            m.members()
-                .iter()
-                .filter_map(|(k, v)| match v {
-                    Json::String(text) => Some((Text(k.clone()), Text(text.clone()))),
-                    _ => None,
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-impl<'a> Desired<'_, 'a> {
-    /// The Pod to create or keep.
-    fn into_pod(self, set: &str, namespace: &str) -> PodOut<'a> {
-        let template: &'a JsonObject<'a> = self.workload.template;
-        let metadata = template.get("metadata");
-        let mut labels = string_map(metadata.and_then(|m| m.get("labels")));
-        labels.insert(LABEL_SET.into(), set.to_owned().into());
-        labels.insert(LABEL_WORKLOAD.into(), self.workload.name.into());
-        let mut annotations = string_map(metadata.and_then(|m| m.get("annotations")));
-        annotations.insert(
-            ANNOTATION_DEPENDENCIES.into(),
-            self.workload.dependencies_annotation().into(),
-        );
-        PodOut {
-            api_version: "v1",
-            kind: "Pod",
-            metadata: PodMeta {
-                name: Cow::Owned(self.name),
-                namespace: Cow::Owned(namespace.to_owned()),
-                labels: Cow::Owned(labels),
-                annotations: Cow::Owned(annotations),
-            },
-            spec: Some(PodSpec::Rendered {
-                spec: template.get("spec").and_then(Json::as_object),
-                restart_policy: self.workload.restart_policy.pod_value(),
-            }),
-        }
+/// The Pod of a planned workload, to create or keep.
+fn planned_pod<'a>(planned: &'a Planned, namespace: &'a str) -> PodOut<'a> {
+    PodOut {
+        api_version: "v1",
+        kind: "Pod",
+        metadata: PodMeta {
+            name: Cow::Borrowed(&planned.pod_name),
+            namespace: Cow::Borrowed(namespace),
+            labels: Cow::Borrowed(&planned.labels),
+            annotations: Cow::Borrowed(&planned.annotations),
+        },
+        spec: Some(&planned.spec),
     }
 }
 
@@ -295,7 +173,7 @@ fn rebuilt<'a>(pod: &'a Pod<'a>, namespace: &'a str) -> PodOut<'a> {
             labels: Cow::Borrowed(&pod.metadata.labels),
             annotations: Cow::Borrowed(&pod.metadata.annotations),
         },
-        spec: pod.spec.map(PodSpec::Observed),
+        spec: pod.spec,
     }
 }
 
@@ -314,19 +192,19 @@ fn annotated_running_dependencies(pod: &Pod) -> Vec<String> {
         .collect()
 }
 
-/// Sync (`teardown == false`) or finalize (`teardown == true`) of one WorkloadSet.
+/// Sync (`teardown == false`) or finalize (`teardown == true`) of one WorkloadSet, whose spec
+/// gave `plan`.
 pub fn reconcile<'a>(
     req: &'a SyncRequest<'a>,
+    plan: &'a Plan,
     teardown: bool,
     now: OffsetDateTime,
 ) -> SyncResponse<'a> {
     let parent = &req.parent;
-    let set = parent.metadata.name.as_str();
     let namespace = parent.metadata.namespace.as_deref().unwrap_or("");
     let generation = parent.metadata.generation;
     let previous = &parent.status.conditions;
-    let validated = validate(&parent.spec, set);
-    let valid = match &validated.invalid {
+    let valid = match &plan.invalid {
         None => previous.condition("Valid", true, "Valid", "", generation, now),
         Some(invalid) => previous.condition(
             "Valid",
@@ -339,15 +217,14 @@ pub fn reconcile<'a>(
     };
     let pods = req.children.get(POD_KEY);
 
-    if validated.invalid.is_some() && !teardown {
+    if plan.invalid.is_some() && !teardown {
         return freeze(pods, namespace, &parent.status, valid);
     }
-    let workloads: &[Workload] = if teardown { &[] } else { &validated.workloads };
+    let workloads: &[Planned] = if teardown { &[] } else { &plan.workloads };
 
     // 1. Desired names, classification and states of the observed Pods.
-    let mut desired: HashMap<&str, Desired> =
-        workloads.iter().map(|w| (w.name, render(set, w))).collect();
-    let names: HashSet<&str> = workloads.iter().map(|w| w.name).collect();
+    let desired: HashMap<&str, &Planned> = workloads.iter().map(|w| (w.name.as_str(), w)).collect();
+    let names: HashSet<&str> = desired.keys().copied().collect();
     let states: Vec<State> = pods.iter().map(observed_state).collect();
     let workload_of = |pod: &'a Pod<'a>| pod.metadata.labels.get(LABEL_WORKLOAD).map(Text::as_str);
     let mut pods_of: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -359,8 +236,8 @@ pub fn reconcile<'a>(
             pods_of.entry(w).or_default().push(i);
         }
         match w.and_then(|w| desired.get(w)) {
-            Some(d) if pod.metadata.name == d.name => {
-                current_of.insert(d.workload.name, i);
+            Some(d) if pod.metadata.name == d.pod_name => {
+                current_of.insert(&d.name, i);
             }
             _ => obsolete.push(i),
         }
@@ -378,7 +255,7 @@ pub fn reconcile<'a>(
     for w in workloads {
         for (dep, cond) in &w.dependencies {
             if *cond == AddCondition::Running {
-                graph.insert(dep, w.name);
+                graph.insert(dep, &w.name);
             }
         }
     }
@@ -450,25 +327,23 @@ pub fn reconcile<'a>(
     // 4. Each spec workload: keep its current Pod, create it, or wait.
     let mut status: BTreeMap<&str, WorkloadState> = BTreeMap::new();
     for w in workloads {
-        let entry = if let Some(i) = live_current(w.name) {
-            if let Some(d) = desired.remove(w.name) {
-                children.push(d.into_pod(set, namespace));
-            }
+        let entry = if let Some(i) = live_current(&w.name) {
+            children.push(planned_pod(w, namespace));
             let (state, sub_state) = states[i];
             WorkloadState {
                 state,
                 sub_state,
                 message: String::new(),
             }
-        } else if pods_of.contains_key(w.name) {
-            stopping_state(w.name, &kept_for)
+        } else if pods_of.contains_key(w.name.as_str()) {
+            stopping_state(&w.name, &kept_for)
         } else {
             let unmet: Vec<String> = w
                 .dependencies
                 .iter()
                 .filter(|(dep, cond)| !live_current(dep).is_some_and(|i| holds(*cond, states[i])))
                 .map(|(dep, cond)| {
-                    if names.contains(dep) {
+                    if names.contains(dep.as_str()) {
                         format!("{dep} ({})", cond.as_str())
                     } else {
                         format!("{dep} (not in this WorkloadSet)")
@@ -476,9 +351,7 @@ pub fn reconcile<'a>(
                 })
                 .collect();
             if unmet.is_empty() {
-                if let Some(d) = desired.remove(w.name) {
-                    children.push(d.into_pod(set, namespace));
-                }
+                children.push(planned_pod(w, namespace));
                 WorkloadState {
                     state: PENDING_STARTING.0,
                     sub_state: PENDING_STARTING.1,
@@ -492,7 +365,7 @@ pub fn reconcile<'a>(
                 }
             }
         };
-        status.insert(w.name, entry);
+        status.insert(&w.name, entry);
     }
     // Workloads that only live on as Pods.
     for (w, _) in pods_of.iter() {

@@ -1,5 +1,6 @@
 //! Rules of delete-graph.md §3-§8, each test naming the rule it checks.
 
+use super::plan::PlanMemo;
 use super::sync::{reconcile, SyncRequest};
 use crate::contract::decode;
 use serde_json::{json, Value};
@@ -52,8 +53,15 @@ fn request(workloads: Value, pods: Vec<Value>, finalizing: bool) -> Vec<u8> {
 }
 
 fn run(body: &[u8], teardown: bool) -> Value {
+    run_with(&PlanMemo::default(), body, teardown)
+}
+
+/// `run` with the spec planned through `memo`.
+fn run_with(memo: &PlanMemo, body: &[u8], teardown: bool) -> Value {
     let req: SyncRequest = decode(body).unwrap();
-    serde_json::to_value(reconcile(&req, teardown, NOW)).unwrap()
+    let parent = &req.parent;
+    let plan = memo.plan(parent.spec, &parent.metadata.name).unwrap();
+    serde_json::to_value(reconcile(&req, &plan, teardown, NOW)).unwrap()
 }
 
 fn names(resp: &Value) -> Vec<String> {
@@ -652,8 +660,80 @@ fn rule_1_output_is_deterministic() {
         vec![pod(&db, "database", Some("Running"), false, "{}")],
         false,
     );
-    let req: SyncRequest = decode(&body).unwrap();
-    let a = serde_json::to_string(&reconcile(&req, false, NOW)).unwrap();
-    let b = serde_json::to_string(&reconcile(&req, false, NOW)).unwrap();
+    let memo = PlanMemo::default();
+    let a = serde_json::to_string(&run_with(&memo, &body, false)).unwrap();
+    let b = serde_json::to_string(&run_with(&memo, &body, false)).unwrap();
     assert_eq!(a, b);
+}
+
+#[test]
+fn a_remembered_plan_gives_the_answer_of_a_fresh_one() {
+    let w = chain();
+    let db = desired_name(&w, "database");
+    let running_db = vec![pod(&db, "database", Some("Running"), false, "{}")];
+    let mut changed = chain();
+    changed["database"]["template"] = template("img:2");
+    let mut cyclic = chain();
+    cyclic["database"]["dependencies"] = json!({"frontend": "ADD_COND_RUNNING"});
+    let in_namespace = |body: Vec<u8>, ns: &str| {
+        let mut v: Value = serde_json::from_slice(&body).unwrap();
+        v["parent"]["metadata"]["namespace"] = json!(ns);
+        serde_json::to_vec(&v).unwrap()
+    };
+    let renamed = |body: Vec<u8>| {
+        let mut v: Value = serde_json::from_slice(&body).unwrap();
+        v["parent"]["metadata"]["name"] = json!("t");
+        serde_json::to_vec(&v).unwrap()
+    };
+    let requests = [
+        request(chain(), vec![], false),
+        request(chain(), running_db.clone(), false),
+        // Same spec and set, other namespace: the plan is reused, the namespace is the request's.
+        in_namespace(request(chain(), running_db.clone(), false), "other"),
+        // Same spec, other set: other Pod names and labels.
+        renamed(request(chain(), vec![], false)),
+        // One byte of the spec changed: a new plan.
+        request(changed, running_db.clone(), false),
+        request(cyclic, running_db.clone(), false),
+        request(chain(), running_db, true),
+    ];
+    let memo = PlanMemo::default();
+    for (i, body) in requests.iter().enumerate() {
+        let teardown = i == requests.len() - 1;
+        assert_eq!(
+            run_with(&memo, body, teardown),
+            run(body, teardown),
+            "request {i}"
+        );
+    }
+    // chain for s, chain for t, changed, cyclic.
+    assert_eq!(memo.len(), 4);
+    let other = run_with(&memo, &requests[2], false);
+    assert_eq!(
+        other["children"][0]["metadata"]["namespace"],
+        json!("other")
+    );
+    let t = run_with(&memo, &requests[3], false);
+    assert!(t["children"][0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .starts_with("t-database-"));
+}
+
+#[test]
+fn a_spec_serde_cannot_read_is_a_request_error_under_parent_spec() {
+    // A lone surrogate escape is well-formed JSON text but no string.
+    let body = String::from_utf8(request(chain(), vec![], false))
+        .unwrap()
+        .replace("\"image\":\"img\"", "\"image\":\"\\ud800\"");
+    let req: SyncRequest = decode(body.as_bytes()).unwrap();
+    let err = PlanMemo::default()
+        .plan(req.parent.spec, &req.parent.metadata.name)
+        .unwrap_err();
+    assert!(
+        err.path.starts_with("parent.spec.workloads."),
+        "{}",
+        err.path
+    );
+    assert!(err.message.contains("hex escape"), "{}", err.message);
 }

@@ -41,7 +41,7 @@ pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput,
 /// `POST /mesh-root-certificate/sync`.
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     let req: sync::SyncRequest = decode(body)?;
-    let response = sync::sync(&req, ctx.now, ctx.rng, &ctx.pki.cas);
+    let response = sync::sync(&req, ctx.now, ctx.rng, &ctx.memo.pki.cas);
     HookOutput::json(
         Subject::object("MeshRootCertificate", &req.object.metadata),
         &response,

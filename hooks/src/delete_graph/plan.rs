@@ -1,0 +1,226 @@
+//! What a WorkloadSet's spec asks for, worked out once per spec (delete-graph.md §1, §3): the
+//! validation outcome and, for a valid spec, each workload's dependencies and the Pod it yields.
+//! It depends on the spec and the set's name only, so it is remembered between syncs
+//! ([`PlanMemo`]): Metacontroller syncs a parent again on every Pod change and every resync,
+//! mostly with a spec it has sent before.
+
+use super::spec::{validate, AddCondition, Invalid, Workload};
+use super::sync::{ANNOTATION_DEPENDENCIES, LABEL_SET, LABEL_WORKLOAD};
+use crate::contract::{decode, Text};
+use crate::json::{Json, JsonObject, NULL};
+use crate::memo::Recent;
+use crate::meta::{sha256_hex, write_json_str};
+use crate::RequestError;
+use serde::ser::SerializeMap;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use sha2::{Digest, Sha256};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The outcome of a spec for one set.
+#[derive(Debug)]
+pub struct Plan {
+    /// Sorted by name; empty when the spec is invalid.
+    pub workloads: Vec<Planned>,
+    pub invalid: Option<Invalid>,
+}
+
+/// A workload of a valid spec and the Pod it yields (§3).
+#[derive(Debug)]
+pub struct Planned {
+    pub name: String,
+    /// Sorted by dependency name.
+    pub dependencies: Vec<(String, AddCondition)>,
+    /// `<set>-<workload>-<hash of the rendered template>`.
+    pub pod_name: String,
+    /// The template's string labels plus ours.
+    pub labels: BTreeMap<Text<'static>, Text<'static>>,
+    /// The template's string annotations plus the dependencies annotation.
+    pub annotations: BTreeMap<Text<'static>, Text<'static>>,
+    /// The rendered template's `spec`: the template's, with the mapped restart policy.
+    pub spec: Box<RawValue>,
+}
+
+impl Plan {
+    /// Validates `spec` (the WorkloadSet's `spec` value) for the set `set` and renders each
+    /// workload of a valid one.
+    pub fn new(spec: &Json, set: &str) -> Plan {
+        let validated = validate(spec, set);
+        let workloads = match validated.invalid {
+            None => validated
+                .workloads
+                .iter()
+                .map(|w| Planned::new(set, w))
+                .collect(),
+            Some(_) => Vec::new(),
+        };
+        Plan {
+            workloads,
+            invalid: validated.invalid,
+        }
+    }
+}
+
+impl Planned {
+    fn new(set: &str, workload: &Workload) -> Planned {
+        let hash = sha256_hex(canonical_rendered(workload).as_bytes());
+        let template = workload.template;
+        let metadata = template.get("metadata");
+        let mut labels = string_map(metadata.and_then(|m| m.get("labels")));
+        labels.insert(LABEL_SET.into(), set.to_owned().into());
+        labels.insert(LABEL_WORKLOAD.into(), workload.name.to_owned().into());
+        let mut annotations = string_map(metadata.and_then(|m| m.get("annotations")));
+        annotations.insert(
+            ANNOTATION_DEPENDENCIES.into(),
+            workload.dependencies_annotation().into(),
+        );
+        let spec = RenderedSpec {
+            spec: template.get("spec").and_then(Json::as_object),
+            restart_policy: workload.restart_policy.pod_value(),
+        };
+        Planned {
+            name: workload.name.to_owned(),
+            dependencies: workload
+                .dependencies
+                .iter()
+                .map(|(dep, cond)| ((*dep).to_owned(), *cond))
+                .collect(),
+            pod_name: format!("{set}-{}-{}", workload.name, &hash[..10]),
+            labels,
+            annotations,
+            spec: serde_json::value::to_raw_value(&spec)
+                .expect("a JSON document serializes to JSON"),
+        }
+    }
+}
+
+/// The rendered template's `spec`: the template's members but `restartPolicy`, then the mapped
+/// policy.
+struct RenderedSpec<'t> {
+    spec: Option<&'t JsonObject<'t>>,
+    restart_policy: &'static str,
+}
+
+impl Serialize for RenderedSpec<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in self.spec.iter().flat_map(|m| m.iter()) {
+            if k != "restartPolicy" {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.serialize_entry("restartPolicy", self.restart_policy)?;
+        map.end()
+    }
+}
+
+/// Canonical JSON of the rendered template R: the template with `spec.restartPolicy` set to the
+/// mapped policy, written without copying the template.
+fn canonical_rendered(workload: &Workload) -> String {
+    let policy = Json::String(Cow::Borrowed(workload.restart_policy.pod_value()));
+    let empty = JsonObject::default();
+    let template = workload.template;
+    let spec = template
+        .get("spec")
+        .and_then(Json::as_object)
+        .unwrap_or(&empty);
+    let mut spec_keys: Vec<&str> = spec.keys().filter(|k| *k != "restartPolicy").collect();
+    spec_keys.push("restartPolicy");
+    spec_keys.sort_unstable();
+    let mut top: Vec<&str> = template.keys().filter(|k| *k != "spec").collect();
+    top.push("spec");
+    top.sort_unstable();
+    let mut out = String::with_capacity(512);
+    out.push('{');
+    for (i, key) in top.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_json_str(key, &mut out);
+        out.push(':');
+        if *key != "spec" {
+            template.get(key).unwrap_or(&NULL).write_canonical(&mut out);
+            continue;
+        }
+        out.push('{');
+        for (j, k) in spec_keys.iter().enumerate() {
+            if j > 0 {
+                out.push(',');
+            }
+            write_json_str(k, &mut out);
+            out.push(':');
+            let value = if *k == "restartPolicy" {
+                &policy
+            } else {
+                spec.get(k).unwrap_or(&NULL)
+            };
+            value.write_canonical(&mut out);
+        }
+        out.push('}');
+    }
+    out.push('}');
+    out
+}
+
+/// The string members of a template's map.
+fn string_map(v: Option<&Json>) -> BTreeMap<Text<'static>, Text<'static>> {
+    v.and_then(Json::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| {
+                    let v = v.as_str()?;
+                    Some((k.to_owned().into(), v.to_owned().into()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Plans of recent specs, shared by every request of a server. An entry is found by SHA-256 over
+/// the set's name and the spec's JSON text as sent, so a spec or name that differs in any byte
+/// is planned afresh. Bounded: the [`Self::CAPACITY`] most recently used, holding at most
+/// [`Self::SPEC_BYTES`] of spec text (a plan takes about twice its spec's text); a larger spec
+/// is planned on every sync.
+#[derive(Debug)]
+pub struct PlanMemo(Recent<Plan>);
+
+impl Default for PlanMemo {
+    fn default() -> Self {
+        PlanMemo(Recent::new(Self::CAPACITY, Self::SPEC_BYTES))
+    }
+}
+
+impl PlanMemo {
+    pub const CAPACITY: usize = 256;
+    pub const SPEC_BYTES: usize = 16 << 20;
+
+    /// The plan of `spec` (the parent's `spec` as sent; `None` when absent or null) for the set
+    /// `set`: remembered, or made and remembered. A spec that is not JSON serde can read into a
+    /// [`Json`] is a request error under `parent.spec`.
+    pub fn plan(&self, spec: Option<&RawValue>, set: &str) -> Result<Arc<Plan>, RequestError> {
+        let text = spec.map_or("null", RawValue::get);
+        let mut hasher = Sha256::new();
+        hasher.update((set.len() as u64).to_be_bytes());
+        hasher.update(set);
+        hasher.update(text);
+        let digest: [u8; 32] = hasher.finalize().into();
+        if let Some(plan) = self.0.recall(&digest) {
+            return Ok(plan);
+        }
+        let json: Json = decode(text.as_bytes()).map_err(|e| e.within("parent.spec"))?;
+        let plan = Arc::new(Plan::new(&json, set));
+        self.0.store(digest, Arc::clone(&plan), text.len());
+        Ok(plan)
+    }
+
+    /// How many plans are remembered.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
