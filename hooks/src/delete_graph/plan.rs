@@ -180,9 +180,10 @@ fn string_map(v: Option<&Json>) -> BTreeMap<Text<'static>, Text<'static>> {
 
 /// Plans of recent specs, shared by every request of a server. An entry is found by SHA-256 over
 /// the set's name and the spec's JSON text as sent, so a spec or name that differs in any byte
-/// is planned afresh. Bounded: the [`Self::CAPACITY`] most recently used, holding at most
-/// [`Self::SPEC_BYTES`] of spec text (a plan takes about twice its spec's text); a larger spec
-/// is planned on every sync.
+/// is planned afresh. Bounded: the [`Self::CAPACITY`] most recently used, made from at most
+/// [`Self::SPEC_BYTES`] of spec text between them (a plan takes about five times its spec's
+/// text in memory: 4.7-4.9 measured on the load run's requests, so at most about 20 MiB); a
+/// larger spec is planned on every sync.
 #[derive(Debug)]
 pub struct PlanMemo(Recent<Plan>);
 
@@ -194,7 +195,7 @@ impl Default for PlanMemo {
 
 impl PlanMemo {
     pub const CAPACITY: usize = 256;
-    pub const SPEC_BYTES: usize = 16 << 20;
+    pub const SPEC_BYTES: usize = 4 << 20;
 
     /// The plan of `spec` (the parent's `spec` as sent; `None` when absent or null) for the set
     /// `set`: remembered, or made and remembered. A spec that is not JSON serde can read into a

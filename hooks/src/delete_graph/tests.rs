@@ -737,3 +737,18 @@ fn a_spec_serde_cannot_read_is_a_request_error_under_parent_spec() {
     );
     assert!(err.message.contains("hex escape"), "{}", err.message);
 }
+
+#[test]
+fn a_spec_beyond_the_memo_bound_is_planned_but_not_remembered() {
+    let memo = PlanMemo::default();
+    let mut big = chain();
+    big["database"]["template"]["metadata"] =
+        json!({"annotations": {"note": "x".repeat(PlanMemo::SPEC_BYTES)}});
+    for (workloads, remembered) in [(big, 0), (chain(), 1)] {
+        let body = request(workloads, vec![], false);
+        let answer = run_with(&memo, &body, false);
+        assert_eq!(answer, run(&body, false));
+        assert_eq!(names(&answer).len(), 1, "the database Pod is created");
+        assert_eq!(memo.len(), remembered);
+    }
+}
