@@ -131,11 +131,6 @@ impl<'a> JsonObject<'a> {
             .map(|i| &self.0[i].1)
     }
 
-    /// The members in key order, keys and values as the request gave them.
-    pub fn members(&self) -> &[(Cow<'a, str>, Json<'a>)] {
-        &self.0
-    }
-
     /// The members in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Json<'a>)> {
         self.0.iter().map(|(k, v)| (k.as_ref(), v))

@@ -46,7 +46,7 @@ pub struct Planned {
 impl Plan {
     /// Validates `spec` (the WorkloadSet's `spec` value) for the set `set` and renders each
     /// workload of a valid one.
-    pub fn new(spec: &Json, set: &str) -> Plan {
+    fn new(spec: &Json, set: &str) -> Plan {
         let validated = validate(spec, set);
         let workloads = match validated.invalid {
             None => validated
