@@ -4,8 +4,8 @@
 # 1.7 MB, counted by valgrind's callgrind. Unlike times, the counts are the same from run to run
 # on a shared machine, so two builds can be compared one change apart. Each figure is the cost of
 # one more request after the first: (count for 1 + RUNS requests - count for 1 request) / RUNS,
-# so that start-up and, for cert-rotation, the first sync's certificate checks (the memo is then
-# warm, as on a resync) are left out. Instructions are not time: cache misses and system calls
+# so that start-up and the first sync's memo work (cert-rotation's certificate checks,
+# delete-graph's spec plan; the memos are then warm, as on a resync) are left out. Instructions are not time: cache misses and system calls
 # are not in them. Prints a markdown table.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -52,8 +52,9 @@ pub struct Ca {
     der: Vec<u8>,
     /// The `ca.crt` text as given, for the trust bundle.
     pem: String,
-    /// The DER of the certificate's subject name and of its SubjectPublicKeyInfo.
+    /// The DER of the certificate's subject name.
     subject: Vec<u8>,
+    /// The DER of the certificate's SubjectPublicKeyInfo, to verify leaf signatures with.
     public_key_info: Vec<u8>,
     /// SHA-256 of the certificate's DER.
     fingerprint: [u8; 32],

@@ -133,35 +133,35 @@ fn canonical_rendered(workload: &Workload) -> String {
     top.push("spec");
     top.sort_unstable();
     let mut out = String::with_capacity(512);
-    out.push('{');
-    for (i, key) in top.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
+    write_object(&mut out, &top, |key, out| {
+        if key != "spec" {
+            template.get(key).unwrap_or(&NULL).write_canonical(out);
+            return;
         }
-        write_json_str(key, &mut out);
-        out.push(':');
-        if *key != "spec" {
-            template.get(key).unwrap_or(&NULL).write_canonical(&mut out);
-            continue;
-        }
-        out.push('{');
-        for (j, k) in spec_keys.iter().enumerate() {
-            if j > 0 {
-                out.push(',');
-            }
-            write_json_str(k, &mut out);
-            out.push(':');
-            let value = if *k == "restartPolicy" {
+        write_object(out, &spec_keys, |k, out| {
+            let value = if k == "restartPolicy" {
                 &policy
             } else {
                 spec.get(k).unwrap_or(&NULL)
             };
-            value.write_canonical(&mut out);
+            value.write_canonical(out);
+        });
+    });
+    out
+}
+
+/// Appends a JSON object of `keys` (in the order given), each value written by `value`.
+fn write_object(out: &mut String, keys: &[&str], mut value: impl FnMut(&str, &mut String)) {
+    out.push('{');
+    for (i, key) in keys.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
         }
-        out.push('}');
+        write_json_str(key, out);
+        out.push(':');
+        value(key, out);
     }
     out.push('}');
-    out
 }
 
 /// The string members of a template's map.

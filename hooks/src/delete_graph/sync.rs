@@ -222,9 +222,8 @@ pub fn reconcile<'a>(
     }
     let workloads: &[Planned] = if teardown { &[] } else { &plan.workloads };
 
-    // 1. Desired names, classification and states of the observed Pods.
+    // 1. The spec workloads by name, classification and states of the observed Pods.
     let desired: HashMap<&str, &Planned> = workloads.iter().map(|w| (w.name.as_str(), w)).collect();
-    let names: HashSet<&str> = desired.keys().copied().collect();
     let states: Vec<State> = pods.iter().map(observed_state).collect();
     let workload_of = |pod: &'a Pod<'a>| pod.metadata.labels.get(LABEL_WORKLOAD).map(Text::as_str);
     let mut pods_of: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -343,7 +342,7 @@ pub fn reconcile<'a>(
                 .iter()
                 .filter(|(dep, cond)| !live_current(dep).is_some_and(|i| holds(*cond, states[i])))
                 .map(|(dep, cond)| {
-                    if names.contains(dep.as_str()) {
+                    if desired.contains_key(dep.as_str()) {
                         format!("{dep} ({})", cond.as_str())
                     } else {
                         format!("{dep} (not in this WorkloadSet)")
@@ -369,7 +368,7 @@ pub fn reconcile<'a>(
     }
     // Workloads that only live on as Pods.
     for (w, _) in pods_of.iter() {
-        if !names.contains(w) {
+        if !desired.contains_key(w) {
             status.insert(w, stopping_state(w, &kept_for));
         }
     }
