@@ -63,7 +63,7 @@ deny:
 fuzz:
 	scripts/fuzz.sh
 
-## Loopback load run against the release server and two floor servers (installs wrk).
+## Loopback load run against the release server and three floor servers (installs wrk).
 bench-load:
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk bc)
 	command -v bc >/dev/null || apt-get install -y -qq bc

@@ -1,6 +1,9 @@
-//! Load-bench floors (`make bench-load`), one hyper server with two answers:
+//! Load-bench floors (`make bench-load`), one hyper server with three answers:
 //! - `floor echo ADDR` reads the whole body and answers a fixed JSON body: what HTTP and the
 //!   kernel cost before any JSON work;
+//! - `floor scan ADDR` also checks that the body is JSON (serde_json reading it into
+//!   `IgnoredAny`, which keeps nothing) before the same fixed answer: the least any server that
+//!   must reject malformed JSON does, with no hook, no typed decoding and a 28-byte response;
 //! - `floor json ADDR` is the naive hook server: it parses the body into a `serde_json::Value`
 //!   and serializes its `related` back.
 
@@ -12,6 +15,13 @@ use std::convert::Infallible;
 
 fn echo(_body: Bytes) -> Bytes {
     Bytes::from_static(b"{\"status\":{},\"children\":[]}")
+}
+
+fn scan(body: Bytes) -> Bytes {
+    match serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
+        Ok(_) => echo(body),
+        Err(_) => Bytes::from_static(b"{\"error\":\"not JSON\"}"),
+    }
 }
 
 fn naive(body: Bytes) -> Bytes {
@@ -40,9 +50,10 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let answer: fn(Bytes) -> Bytes = match args.next().as_deref() {
         Some("echo") => echo,
+        Some("scan") => scan,
         Some("json") => naive,
         _ => {
-            eprintln!("usage: floor echo|json [ADDR]");
+            eprintln!("usage: floor echo|scan|json [ADDR]");
             std::process::exit(2);
         }
     };

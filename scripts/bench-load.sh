@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Loopback load run (`make bench-load`): every sync route at about 25 KB, 200 KB and 1.7 MB,
-# against the release metahooks and two floors built in the same run: an echo server (reads the
-# body, fixed answer) and a naive JSON server (parses into serde_json::Value, writes `related`
-# back). Bounded: DURATION seconds per run (default 3; with 3 rounds, 3 routes and 3 sizes about
-# 5 minutes) on 127.0.0.1 only. Prints a markdown table.
+# against the release metahooks and three floors built in the same run: an echo server (reads
+# the body, fixed answer), a scan server (serde_json checks the body is JSON, keeping nothing,
+# then the same fixed answer) and a naive JSON server (parses into serde_json::Value, writes
+# `related` back). Bounded: DURATION seconds per run (default 3; with 3 rounds, 3 routes and 3
+# sizes about 7 minutes) on 127.0.0.1 only. Prints a markdown table.
 # ROUTES and SIZES narrow the run; FEATURES=mimalloc builds the server with mimalloc.
-# Each (metahooks, echo, naive) triple runs ROUNDS times back to back; the table gives the median
+# Each (metahooks, echo, scan, naive) set runs ROUNDS times back to back; the table gives the median
 # of each figure and the median of the per-round ratios, so that a noisy moment of a shared
 # machine moves one round, not the result. Errors are summed over the rounds.
 # With two cores or more, every server under test runs on CPU 0 and wrk on CPU 1 (PIN=0 turns
@@ -57,6 +58,7 @@ sleep 1
 idle_kb=$(awk '/VmRSS/ {print $2}' /proc/$server/status)
 "${server_cpu[@]}" ./target/release/examples/floor echo 127.0.0.1:8091 & pids+=($!)
 "${server_cpu[@]}" ./target/release/examples/floor json 127.0.0.1:8092 & pids+=($!)
+"${server_cpu[@]}" ./target/release/examples/floor scan 127.0.0.1:8093 & pids+=($!)
 sleep 0.5
 
 run() { # url body -> "rps p50 p99 errors"
@@ -65,23 +67,25 @@ run() { # url body -> "rps p50 p99 errors"
 
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
-echo "| route | size | metahooks req/s | p50 ms | p99 ms | errors | echo req/s | naive JSON req/s | vs echo | vs naive |"
-echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| route | size | metahooks req/s | p50 ms | p99 ms | errors | echo req/s | scan req/s | naive JSON req/s | vs echo | vs scan | vs naive |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for route in $ROUTES; do
   for size in $SIZES; do
     body="$OUT/$route-$size.json"
-    m_rps=() m_p50=() m_p99=() e_rps=() n_rps=() vs_e=() vs_n=() errors=0
+    m_rps=() m_p50=() m_p99=() e_rps=() s_rps=() n_rps=() vs_e=() vs_s=() vs_n=() errors=0
     for ((round = 1; round <= ROUNDS; round++)); do
       read -r m p50 p99 err < <(run "http://127.0.0.1:8090/$route/sync" "$body")
       read -r e _ _ _ < <(run "http://127.0.0.1:8091/" "$body")
+      read -r s _ _ _ < <(run "http://127.0.0.1:8093/" "$body")
       read -r n _ _ _ < <(run "http://127.0.0.1:8092/" "$body")
-      m_rps+=("$m") m_p50+=("$p50") m_p99+=("$p99") e_rps+=("$e") n_rps+=("$n")
-      vs_e+=("$(echo "$m / $e" | bc -l)") vs_n+=("$(echo "$m / $n" | bc -l)")
+      m_rps+=("$m") m_p50+=("$p50") m_p99+=("$p99") e_rps+=("$e") s_rps+=("$s") n_rps+=("$n")
+      vs_e+=("$(echo "$m / $e" | bc -l)") vs_s+=("$(echo "$m / $s" | bc -l)") vs_n+=("$(echo "$m / $n" | bc -l)")
       errors=$((errors + err))
     done
-    printf "| %s/sync | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f |\n" "$route" "$size" \
+    printf "| %s/sync | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f | %.2f |\n" "$route" "$size" \
       "$(median "${m_rps[@]}")" "$(median "${m_p50[@]}")" "$(median "${m_p99[@]}")" "$errors" \
-      "$(median "${e_rps[@]}")" "$(median "${n_rps[@]}")" "$(median "${vs_e[@]}")" "$(median "${vs_n[@]}")"
+      "$(median "${e_rps[@]}")" "$(median "${s_rps[@]}")" "$(median "${n_rps[@]}")" \
+      "$(median "${vs_e[@]}")" "$(median "${vs_s[@]}")" "$(median "${vs_n[@]}")"
   done
 done
 peak_kb=$(awk '/VmHWM/ {print $2}' /proc/$server/status)
