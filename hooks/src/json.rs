@@ -1,5 +1,5 @@
 //! A JSON document whose strings stay in the request: what delete-graph reads the WorkloadSet
-//! spec into. It describes any shape, as `serde_json::Value` does, but a string or key without
+//! spec into, and cert-rotation the CertificateManager spec. It describes any shape, as `serde_json::Value` does, but a string or key without
 //! escapes is borrowed instead of copied, and an object is one sorted vector instead of a tree.
 //!
 //! It reads and writes exactly as `Value` would: numbers go through `serde_json::Number`,

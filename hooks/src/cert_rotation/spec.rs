@@ -1,8 +1,8 @@
 //! The CertificateManager spec, validated (cert-rotation.md §3.1 step 1).
 
+use crate::json::Json;
 use crate::mesh_root_certificate::model::{parse_validity, DEFAULT_VALIDITY};
 use crate::meta::is_dns1123_subdomain;
-use serde_json::Value;
 use std::collections::HashSet;
 use time::Duration;
 
@@ -27,24 +27,24 @@ fn is_dns_name(s: &str) -> bool {
 }
 
 /// Validates the spec; the error names the first field in the way.
-pub fn parse(spec: &Value) -> Result<ManagerSpec, String> {
-    let config_map_name = match spec.pointer("/trustBundle/configMapName") {
-        Some(Value::String(s)) if is_dns1123_subdomain(s) => s.clone(),
-        Some(Value::String(_)) => {
+pub fn parse(spec: &Json) -> Result<ManagerSpec, String> {
+    let config_map_name = match spec.get("trustBundle").and_then(|t| t.get("configMapName")) {
+        Some(Json::String(s)) if is_dns1123_subdomain(s) => s.to_string(),
+        Some(Json::String(_)) => {
             return Err("spec.trustBundle.configMapName is not a DNS-1123 subdomain".into())
         }
         _ => return Err("spec.trustBundle.configMapName is missing".into()),
     };
-    let entries: &[Value] = match spec.get("certificates") {
-        None | Some(Value::Null) => &[],
-        Some(Value::Array(a)) => a,
+    let entries: &[Json] = match spec.get("certificates") {
+        None | Some(Json::Null) => &[],
+        Some(Json::Array(a)) => a,
         Some(_) => return Err("spec.certificates must be a list".into()),
     };
     let mut seen = HashSet::new();
     let mut certificates = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
         let at = format!("spec.certificates[{i}]");
-        let text = |k: &str| entry.get(k).and_then(Value::as_str);
+        let text = |k: &str| entry.get(k).and_then(Json::as_str);
         let secret_name = match text("secretName") {
             Some(s) if is_dns1123_subdomain(s) => s.to_owned(),
             Some(_) => return Err(format!("{at}.secretName is not a DNS-1123 name")),
@@ -61,8 +61,8 @@ pub fn parse(spec: &Value) -> Result<ManagerSpec, String> {
             _ => return Err(format!("{at}.commonName is missing")),
         };
         let dns_names = match entry.get("dnsNames") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(names)) => {
+            None | Some(Json::Null) => Vec::new(),
+            Some(Json::Array(names)) => {
                 let mut out = Vec::with_capacity(names.len());
                 for (j, n) in names.iter().enumerate() {
                     match n.as_str() {
@@ -75,8 +75,8 @@ pub fn parse(spec: &Value) -> Result<ManagerSpec, String> {
             Some(_) => return Err(format!("{at}.dnsNames must be a list")),
         };
         let validity = match entry.get("validity") {
-            None | Some(Value::Null) => DEFAULT_VALIDITY,
-            Some(Value::String(s)) => parse_validity(s).ok_or_else(|| {
+            None | Some(Json::Null) => DEFAULT_VALIDITY,
+            Some(Json::String(s)) => parse_validity(s).ok_or_else(|| {
                 format!("{at}.validity '{s}' is not a duration such as 24h or 1h30m")
             })?,
             Some(_) => {
@@ -99,12 +99,12 @@ pub fn parse(spec: &Value) -> Result<ManagerSpec, String> {
 }
 
 /// The longest leaf validity a manager spec asks for, if any parse (the MRC grace period).
-pub fn longest_validity(spec: &Value) -> Option<Duration> {
+pub fn longest_validity(spec: &Json) -> Option<Duration> {
     spec.get("certificates")?
         .as_array()?
         .iter()
         .filter_map(|c| match c.get("validity") {
-            None | Some(Value::Null) => Some(DEFAULT_VALIDITY),
+            None | Some(Json::Null) => Some(DEFAULT_VALIDITY),
             Some(v) => v.as_str().and_then(parse_validity),
         })
         .max()
@@ -117,9 +117,9 @@ mod tests {
 
     #[test]
     fn rule_3_1_valid_spec_parses_with_defaults() {
-        let spec = parse(&json!({"trustBundle": {"configMapName": "mesh-ca"},
+        let spec = parse(&Json::from(json!({"trustBundle": {"configMapName": "mesh-ca"},
             "certificates": [{"secretName": "web-tls", "commonName": "web.ns.cluster.local"},
-                             {"secretName": "api-tls", "commonName": "api", "dnsNames": ["api.ns.svc", "*.api.ns"], "validity": "1h30m"}]}))
+                             {"secretName": "api-tls", "commonName": "api", "dnsNames": ["api.ns.svc", "*.api.ns"], "validity": "1h30m"}]})))
         .unwrap();
         assert_eq!(spec.config_map_name, "mesh-ca");
         assert_eq!(spec.certificates[0].validity, DEFAULT_VALIDITY);
@@ -161,14 +161,15 @@ mod tests {
             ),
         ];
         for (spec, message) in cases {
-            assert_eq!(parse(&spec), Err(message.to_owned()));
+            assert_eq!(parse(&Json::from(spec)), Err(message.to_owned()));
         }
     }
 
     #[test]
     fn rule_4_3_grace_is_the_longest_validity() {
-        let spec = json!({"certificates": [{"validity": "2h"}, {}, {"validity": "bogus"}]});
+        let spec =
+            Json::from(json!({"certificates": [{"validity": "2h"}, {}, {"validity": "bogus"}]}));
         assert_eq!(longest_validity(&spec), Some(Duration::hours(24)));
-        assert_eq!(longest_validity(&json!({})), None);
+        assert_eq!(longest_validity(&Json::from(json!({}))), None);
     }
 }

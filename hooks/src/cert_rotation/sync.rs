@@ -3,6 +3,7 @@
 
 use super::spec::{self, Certificate, ManagerSpec};
 use crate::contract::{object_maps, CompositeRequest, CompositeResponse, Object, Text};
+use crate::json::Json;
 use crate::mesh_root_certificate::model::{
     b64, check_combination, provider, role, spiffe_enabled, trust_domain, DataObject,
     DataObjectOut, DataValue, MetaOut, Mrc, Provider, Role, CONFIGMAP_KEY, MANAGED_BY, MRC_KEY,
@@ -12,7 +13,6 @@ use crate::meta::{Condition, PreviousConditions};
 use crate::pki::{Ca, CheckedCas, CheckedLeaves, LeafRequest, PkiMemo};
 use rand_core::CryptoRngCore;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use time::OffsetDateTime;
@@ -32,7 +32,7 @@ pub struct ManagerStatus<'a> {
     pub conditions: PreviousConditions,
 }
 
-pub type Manager<'a> = Object<'a, Value, ManagerStatus<'a>>;
+pub type Manager<'a> = Object<'a, Json<'a>, ManagerStatus<'a>>;
 
 object_maps! {
     /// The children: the trust-bundle ConfigMap and the leaf Secrets.
@@ -298,7 +298,7 @@ fn issue<'a>(
         },
         type_: None,
         data: BTreeMap::from([(
-            "ca.crt".to_owned(),
+            Text::from("ca.crt"),
             DataValue::Made(issuers.trust_pem.clone()),
         )]),
     });
@@ -356,9 +356,9 @@ fn issue<'a>(
             },
             type_: Some("kubernetes.io/tls".to_owned()),
             data: BTreeMap::from([
-                ("ca.crt".to_owned(), DataValue::Made(trust_b64.clone())),
-                ("tls.crt".to_owned(), tls_crt),
-                ("tls.key".to_owned(), tls_key),
+                (Text::from("ca.crt"), DataValue::Made(trust_b64.clone())),
+                (Text::from("tls.crt"), tls_crt),
+                (Text::from("tls.key"), tls_key),
             ]),
         });
     }

@@ -169,7 +169,7 @@ pub struct DataObject<'a> {
     #[serde(default, rename = "type")]
     pub type_: Option<String>,
     #[serde(default, borrow, deserialize_with = "null_as_default")]
-    pub data: BTreeMap<String, RawString<'a>>,
+    pub data: BTreeMap<Text<'a>, RawString<'a>>,
 }
 
 impl<'a> DataObject<'a> {
@@ -188,7 +188,7 @@ pub struct DataObjectOut<'a> {
     pub metadata: MetaOut,
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     pub type_: Option<String>,
-    pub data: BTreeMap<String, DataValue<'a>>,
+    pub data: BTreeMap<Text<'a>, DataValue<'a>>,
 }
 
 /// A value of a Secret or ConfigMap in a response: made by the hook, or written back as the

@@ -7,7 +7,7 @@ use super::model::{
 };
 use crate::cert_rotation::spec::longest_validity;
 use crate::cert_rotation::sync::Manager;
-use crate::contract::{object_maps, DecoratorRequest, DecoratorResponse};
+use crate::contract::{object_maps, DecoratorRequest, DecoratorResponse, Text};
 use crate::meta::{parse_rfc3339, Condition};
 use crate::pki::{generate_ca, CheckedCas};
 use rand_core::CryptoRngCore;
@@ -284,11 +284,11 @@ fn ca_secret(
                 type_: Some("Opaque".to_owned()),
                 data: BTreeMap::from([
                     (
-                        "ca.crt".to_owned(),
+                        Text::from("ca.crt"),
                         DataValue::Made(b64(pair.cert_pem.as_bytes())),
                     ),
                     (
-                        "private.key".to_owned(),
+                        Text::from("private.key"),
                         DataValue::Made(b64(pair.key_pem.as_bytes())),
                     ),
                 ]),
