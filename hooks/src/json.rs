@@ -63,6 +63,11 @@ impl<'a> Json<'a> {
         matches!(self, Json::Null)
     }
 
+    /// An object of these members, sorted by key; of a key given twice the last value counts.
+    pub fn object(members: Vec<(Cow<'a, str>, Json<'a>)>) -> Self {
+        Json::Object(JsonObject::from_members(members))
+    }
+
     /// Appends the canonical form: no whitespace, keys sorted by byte order at every level,
     /// strings escaped and numbers printed as serde_json prints them.
     pub fn write_canonical(&self, out: &mut String) {
@@ -129,6 +134,17 @@ impl<'a> JsonObject<'a> {
             .binary_search_by(|(k, _)| k.as_bytes().cmp(key.as_bytes()))
             .ok()
             .map(|i| &self.0[i].1)
+    }
+
+    /// Sets `key` to `value`, in its place in key order.
+    pub fn insert(&mut self, key: Cow<'a, str>, value: Json<'a>) {
+        match self
+            .0
+            .binary_search_by(|(k, _)| k.as_bytes().cmp(key.as_bytes()))
+        {
+            Ok(i) => self.0[i].1 = value,
+            Err(i) => self.0.insert(i, (key, value)),
+        }
     }
 
     /// The members in key order.

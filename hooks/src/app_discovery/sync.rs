@@ -3,11 +3,12 @@
 
 use super::version::{app_version, derived_traceparent, short_name};
 use crate::contract::{
-    object_maps, owned_map, CompositeRequest, CompositeResponse, Lenient, Object, ObjectMap, Text,
+    object_maps, CompositeRequest, CompositeResponse, Lenient, Object, ObjectMap, Text,
 };
+use crate::json::Json;
 use crate::meta::{is_dns1123_subdomain, parse_rfc3339, rfc3339, Condition, PreviousConditions};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
 
@@ -22,11 +23,11 @@ const DEFAULT_TIMEOUT: u64 = 30;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AppDiscoverySpec {
-    #[serde(default)]
-    pub selector: Value,
-    #[serde(default)]
-    pub timeout_seconds: Value,
+pub struct AppDiscoverySpec<'a> {
+    #[serde(default, borrow)]
+    pub selector: Json<'a>,
+    #[serde(default, borrow)]
+    pub timeout_seconds: Json<'a>,
 }
 
 /// Of the previous status only the conditions are read (for their transition times).
@@ -36,10 +37,10 @@ pub struct AppDiscoveryStatus {
     pub conditions: PreviousConditions,
 }
 
-pub type AppDiscovery<'a> = Object<'a, AppDiscoverySpec, AppDiscoveryStatus>;
+pub type AppDiscovery<'a> = Object<'a, AppDiscoverySpec<'a>, AppDiscoveryStatus>;
 
-/// A KACR or a KeptnApp: spec kept whole (it is re-emitted as observed).
-pub type KeptnObject<'a> = Object<'a, Value>;
+/// A KACR or a KeptnApp: spec kept whole, its strings borrowed (it is re-emitted as observed).
+pub type KeptnObject<'a> = Object<'a, Json<'a>>;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct WorkloadSpec<'a> {
@@ -62,24 +63,31 @@ object_maps! {
 pub type SyncRequest<'a> =
     CompositeRequest<AppDiscovery<'a>, ObjectMap<KeptnObject<'a>>, Related<'a>>;
 
-/// A child in the response: a KACR or a KeptnApp, rebuilt from scratch.
+/// A child in the response: a KACR or a KeptnApp, rebuilt from scratch. An observed child's
+/// strings, labels, annotations and spec are borrowed from the request.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Child {
+pub struct Child<'r> {
     pub api_version: &'static str,
     pub kind: &'static str,
-    pub metadata: ChildMeta,
-    pub spec: Value,
+    pub metadata: ChildMeta<'r>,
+    pub spec: Cow<'r, Json<'r>>,
 }
 
+type Strings<'r> = BTreeMap<Text<'r>, Text<'r>>;
+
 #[derive(Debug, Serialize)]
-pub struct ChildMeta {
-    pub name: String,
-    pub namespace: String,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
+pub struct ChildMeta<'r> {
+    pub name: Cow<'r, str>,
+    pub namespace: Cow<'r, str>,
+    #[serde(skip_serializing_if = "is_empty")]
+    pub labels: Cow<'r, Strings<'r>>,
+    #[serde(skip_serializing_if = "is_empty")]
+    pub annotations: Cow<'r, Strings<'r>>,
+}
+
+fn is_empty(map: &Cow<Strings>) -> bool {
+    map.is_empty()
 }
 
 #[derive(Debug, Serialize)]
@@ -104,27 +112,34 @@ pub struct PendingRequest {
     pub due_at: String,
 }
 
-pub type SyncResponse = CompositeResponse<Status, Child>;
+pub type SyncResponse<'r> = CompositeResponse<Status, Child<'r>>;
 
-fn without_metacontroller_keys(map: &BTreeMap<Text, Text>) -> BTreeMap<String, String> {
-    map.iter()
-        .filter(|(k, _)| !k.starts_with(METACONTROLLER_PREFIX))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+/// The map without Metacontroller's own keys; borrowed as it is when it has none.
+fn without_metacontroller_keys<'r>(map: &'r Strings<'r>) -> Cow<'r, Strings<'r>> {
+    let ours = |k: &Text| k.starts_with(METACONTROLLER_PREFIX);
+    if !map.keys().any(ours) {
+        return Cow::Borrowed(map);
+    }
+    Cow::Owned(
+        map.iter()
+            .filter(|(k, _)| !ours(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    )
 }
 
 /// An observed object re-emitted unchanged: identity, labels, annotations and spec only.
-fn rebuilt(kind: &'static str, obj: &KeptnObject, namespace: &str) -> Child {
+fn rebuilt<'r>(kind: &'static str, obj: &'r KeptnObject<'r>, namespace: &'r str) -> Child<'r> {
     Child {
         api_version: KEPTN_API,
         kind,
         metadata: ChildMeta {
-            name: obj.metadata.name.to_string(),
-            namespace: obj.metadata.namespace_or(namespace).to_owned(),
-            labels: owned_map(&obj.metadata.labels),
+            name: Cow::Borrowed(obj.metadata.name.as_str()),
+            namespace: Cow::Borrowed(obj.metadata.namespace_or(namespace)),
+            labels: Cow::Borrowed(&obj.metadata.labels),
             annotations: without_metacontroller_keys(&obj.metadata.annotations),
         },
-        spec: obj.spec.clone(),
+        spec: Cow::Borrowed(&obj.spec),
     }
 }
 
@@ -147,7 +162,7 @@ enum Outcome<'a> {
 }
 
 /// The sync of one AppDiscovery at `now`.
-pub fn sync(req: &SyncRequest, now: OffsetDateTime) -> SyncResponse {
+pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'r> {
     let parent = &req.parent;
     let namespace = parent.metadata.namespace.as_deref().unwrap_or("");
     let previous = &parent.status.conditions;
@@ -160,8 +175,8 @@ pub fn sync(req: &SyncRequest, now: OffsetDateTime) -> SyncResponse {
 
     // Step 0: the discovery window.
     let timeout = match &parent.spec.timeout_seconds {
-        Value::Null => Some(DEFAULT_TIMEOUT),
-        Value::Number(n) => n.as_u64(),
+        Json::Null => Some(DEFAULT_TIMEOUT),
+        Json::Number(n) => n.as_u64(),
         _ => None,
     };
     let Some(timeout) = timeout else {
@@ -201,12 +216,12 @@ pub fn sync(req: &SyncRequest, now: OffsetDateTime) -> SyncResponse {
     for (i, kacr) in requests.iter().enumerate() {
         let name = &kacr.metadata.name;
         let app_name = match kacr.spec.get("appName") {
-            None | Some(Value::Null) => Err("spec.appName is missing"),
-            Some(Value::String(s)) if s.is_empty() => Err("spec.appName is empty"),
-            Some(Value::String(s)) if !is_dns1123_subdomain(s) => {
+            None | Some(Json::Null) => Err("spec.appName is missing"),
+            Some(Json::String(s)) if s.is_empty() => Err("spec.appName is empty"),
+            Some(Json::String(s)) if !is_dns1123_subdomain(s) => {
                 Err("spec.appName is not a DNS-1123 subdomain")
             }
-            Some(Value::String(s)) => Ok(s.as_str()),
+            Some(Json::String(s)) => Ok(s.as_ref()),
             Some(_) => Err("spec.appName is not a string"),
         };
         let app_name = match app_name {
@@ -378,16 +393,18 @@ pub fn sync(req: &SyncRequest, now: OffsetDateTime) -> SyncResponse {
     }
 }
 
-fn summaries<'a>(apps: impl Iterator<Item = &'a Child>) -> BTreeMap<String, AppSummary> {
+fn summaries<'a, 'r: 'a>(
+    apps: impl Iterator<Item = &'a Child<'r>>,
+) -> BTreeMap<String, AppSummary> {
     apps.map(|a| {
-        let version = a.spec.get("version").and_then(Value::as_str).unwrap_or("");
+        let version = a.spec.get("version").and_then(Json::as_str).unwrap_or("");
         let workloads = a
             .spec
             .get("workloads")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
+            .and_then(Json::as_array)
+            .map_or(0, <[Json]>::len);
         (
-            a.metadata.name.clone(),
+            a.metadata.name.to_string(),
             AppSummary {
                 version: version.to_owned(),
                 workloads,
@@ -397,81 +414,94 @@ fn summaries<'a>(apps: impl Iterator<Item = &'a Child>) -> BTreeMap<String, AppS
     .collect()
 }
 
-fn workload_entry(name: &str, version: &str) -> Value {
-    let mut entry = Map::new();
-    entry.insert("name".into(), Value::String(name.to_owned()));
-    entry.insert("version".into(), Value::String(version.to_owned()));
-    Value::Object(entry)
+fn text<'r>(value: impl Into<Cow<'r, str>>) -> Json<'r> {
+    Json::String(value.into())
+}
+
+fn workload_entry<'r>(name: &'r str, version: &'r str) -> Json<'r> {
+    Json::object(vec![
+        (Cow::Borrowed("name"), text(name)),
+        (Cow::Borrowed("version"), text(version)),
+    ])
+}
+
+/// A KeptnApp's spec: its version and workload list, and the revision when it had one.
+fn app_spec<'r>(revision: Option<&Json<'r>>, version: String, entries: Vec<Json<'r>>) -> Json<'r> {
+    let mut members = vec![
+        (Cow::Borrowed("version"), text(version)),
+        (Cow::Borrowed("workloads"), Json::Array(entries)),
+    ];
+    if let Some(revision) = revision {
+        members.push((Cow::Borrowed("revision"), revision.clone()));
+    }
+    Json::object(members)
 }
 
 /// §4.3: a new KeptnApp from the first due request of the app.
-fn created_app(
-    kacr: &KeptnObject,
-    workloads: &[(&str, &str)],
-    app_name: &str,
+fn created_app<'r>(
+    kacr: &'r KeptnObject<'r>,
+    workloads: &[(&'r str, &'r str)],
+    app_name: &'r str,
     version: String,
-    namespace: &str,
-    selector: &Value,
-) -> Child {
-    let mut labels: BTreeMap<String, String> = selector
+    namespace: &'r str,
+    selector: &'r Json<'r>,
+) -> Child<'r> {
+    let mut labels: Strings = selector
         .get("matchLabels")
-        .and_then(Value::as_object)
+        .and_then(Json::as_object)
         .map(|m| {
             m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .filter_map(|(k, v)| Some((Text::from(k), Text::from(v.as_str()?))))
                 .collect()
         })
         .unwrap_or_default();
     labels.insert(MANAGED_BY.into(), "keptn".into());
-    let mut annotations = without_metacontroller_keys(&kacr.metadata.annotations);
+    let mut annotations = without_metacontroller_keys(&kacr.metadata.annotations).into_owned();
     annotations
         .entry("traceparent".into())
-        .or_insert_with(|| derived_traceparent(namespace, app_name, &version));
+        .or_insert_with(|| derived_traceparent(namespace, app_name, &version).into());
     let entries = workloads
         .iter()
         .map(|(name, v)| workload_entry(short_name(name, app_name), v))
         .collect();
-    let mut spec = Map::new();
-    spec.insert("version".into(), Value::String(version));
-    spec.insert("workloads".into(), Value::Array(entries));
     Child {
         api_version: KEPTN_API,
         kind: "KeptnApp",
         metadata: ChildMeta {
-            name: app_name.to_owned(),
-            namespace: namespace.to_owned(),
-            labels,
-            annotations,
+            name: Cow::Borrowed(app_name),
+            namespace: Cow::Borrowed(namespace),
+            labels: Cow::Owned(labels),
+            annotations: Cow::Owned(annotations),
         },
-        spec: Value::Object(spec),
+        spec: Cow::Owned(app_spec(None, version, entries)),
     }
 }
 
 /// §4.4: the existing app with its workload list brought up to date, order kept.
-fn updated_app(
-    app: &KeptnObject,
-    workloads: &[(&str, &str)],
+fn updated_app<'r>(
+    app: &'r KeptnObject<'r>,
+    workloads: &[(&'r str, &'r str)],
     app_name: &str,
     version: String,
-    namespace: &str,
-) -> Child {
-    let mut entries: Vec<Value> = app
+    namespace: &'r str,
+) -> Child<'r> {
+    let mut entries: Vec<Json> = app
         .spec
         .get("workloads")
-        .and_then(Value::as_array)
-        .cloned()
+        .and_then(Json::as_array)
+        .map(<[Json]>::to_vec)
         .unwrap_or_default();
     let shorts: Vec<(&str, &str)> = workloads
         .iter()
         .map(|(name, v)| (short_name(name, app_name), *v))
         .collect();
-    let entry_name = |e: &Value| e.get("name").and_then(Value::as_str).map(str::to_owned);
+    let entry_name = |e: &Json| e.get("name").and_then(Json::as_str).map(str::to_owned);
     for (short, v) in &shorts {
         let mut found = false;
         for entry in entries.iter_mut() {
             if entry_name(entry).as_deref() == Some(short) {
-                if let Value::Object(map) = entry {
-                    map.insert("version".into(), Value::String((*v).to_owned()));
+                if let Json::Object(members) = entry {
+                    members.insert(Cow::Borrowed("version"), text(*v));
                 }
                 found = true;
             }
@@ -481,24 +511,18 @@ fn updated_app(
         }
     }
     entries.retain(|e| entry_name(e).is_some_and(|n| shorts.iter().any(|(s, _)| *s == n)));
-    let mut spec = Map::new();
-    if let Some(revision) = app.spec.get("revision") {
-        spec.insert("revision".into(), revision.clone());
-    }
-    spec.insert("version".into(), Value::String(version));
-    spec.insert("workloads".into(), Value::Array(entries));
     let mut child = rebuilt("KeptnApp", app, namespace);
-    child.spec = Value::Object(spec);
+    child.spec = Cow::Owned(app_spec(app.spec.get("revision"), version, entries));
     child
 }
 
 /// Step 0 failed: every observed child back unchanged, nothing pending, no resync.
-fn invalid_spec(
-    requests: &[&KeptnObject],
-    apps: &[&KeptnObject],
-    namespace: &str,
+fn invalid_spec<'r>(
+    requests: &[&'r KeptnObject<'r>],
+    apps: &[&'r KeptnObject<'r>],
+    namespace: &'r str,
     ready: Condition,
-) -> SyncResponse {
+) -> SyncResponse<'r> {
     let mut children: Vec<Child> = requests
         .iter()
         .map(|r| rebuilt("KeptnAppCreationRequest", r, namespace))
