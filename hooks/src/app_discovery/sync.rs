@@ -86,7 +86,7 @@ pub struct ChildMeta<'r> {
     pub annotations: Cow<'r, Strings<'r>>,
 }
 
-fn is_empty(map: &Cow<Strings>) -> bool {
+fn is_empty(map: &Strings) -> bool {
     map.is_empty()
 }
 
