@@ -5,8 +5,10 @@
 # on a shared machine, so two builds can be compared one change apart. Each figure is the cost of
 # one more request after the first: (count for 1 + RUNS requests - count for 1 request) / RUNS,
 # so that start-up and the first sync's memo work (cert-rotation's certificate checks,
-# delete-graph's spec plan; the memos are then warm, as on a resync) are left out. Instructions are not time: cache misses and system calls
-# are not in them. Prints a markdown table.
+# delete-graph's spec plan; the memos are then warm, as on a resync) are left out.
+# Instructions are not time: cache misses and system calls are not in them, and SHA-256 (the
+# memo keys) runs without the CPU's SHA instructions under valgrind, so it weighs more here
+# than in time. Prints a markdown table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}

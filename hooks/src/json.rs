@@ -1,6 +1,8 @@
 //! A JSON document whose strings stay in the request: what delete-graph reads the WorkloadSet
-//! spec into, and cert-rotation the CertificateManager spec. It describes any shape, as `serde_json::Value` does, but a string or key without
-//! escapes is borrowed instead of copied, and an object is one sorted vector instead of a tree.
+//! spec into, cert-rotation the CertificateManager spec and app-discovery the specs of KeptnApps
+//! and their creation requests. It describes any shape, as `serde_json::Value` does, but a
+//! string or key without escapes is borrowed instead of copied, and an object is one sorted
+//! vector instead of a tree.
 //!
 //! It reads and writes exactly as `Value` would: numbers go through `serde_json::Number`,
 //! objects are sorted by key bytes, and of a key given twice the last value counts. Its
@@ -292,6 +294,30 @@ mod tests {
             // canonical form the Value-based writer gave before this type.
             assert_eq!(json.canonical(), value.to_string(), "{text}");
         }
+    }
+
+    #[test]
+    fn built_objects_keep_key_order_as_value_does() {
+        let mut object = Json::object(vec![
+            (Cow::Borrowed("version"), Json::String("1".into())),
+            (Cow::Borrowed("name"), Json::Null),
+            (Cow::Borrowed("version"), Json::String("2".into())),
+        ]);
+        assert_eq!(object.canonical(), r#"{"name":null,"version":"2"}"#);
+        let Json::Object(members) = &mut object else {
+            unreachable!("an object was built")
+        };
+        members.insert(Cow::Borrowed("name"), Json::String("web".into()));
+        members.insert(Cow::Borrowed("a"), Json::Bool(true));
+        members.insert(Cow::Borrowed("z"), Json::Array(vec![]));
+        let mut value = serde_json::json!({"name": null, "version": "2"});
+        value["name"] = "web".into();
+        value["a"] = true.into();
+        value["z"] = serde_json::json!([]);
+        assert_eq!(
+            serde_json::to_string(&object).unwrap(),
+            serde_json::to_string(&value).unwrap()
+        );
     }
 
     #[test]
