@@ -105,7 +105,8 @@ fn create_rule(spec: &Value) -> Option<(&'static str, String)> {
         ));
     }
     let provider = spec.get("provider").unwrap_or(&Value::Null);
-    match provider_keys(provider).as_slice() {
+    let named = |k: &str| provider.get(k).is_some_and(|v| !v.is_null());
+    match provider_keys(named).as_slice() {
         [] => {
             return Some((
                 "provider-missing",

@@ -4,10 +4,10 @@
 use crate::contract::{
     lenient_string, null_as_default, owned_map, Object, ObjectMeta, RawString, Text,
 };
+use crate::json::Json;
 use crate::meta::PreviousConditions;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use time::Duration;
@@ -24,15 +24,15 @@ const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MrcSpec {
-    #[serde(default)]
-    pub role: Value,
-    #[serde(default)]
-    pub trust_domain: Value,
-    #[serde(default)]
-    pub spiffe_enabled: Value,
-    #[serde(default)]
-    pub provider: Value,
+pub struct MrcSpec<'a> {
+    #[serde(default, borrow)]
+    pub role: Json<'a>,
+    #[serde(default, borrow)]
+    pub trust_domain: Json<'a>,
+    #[serde(default, borrow)]
+    pub spiffe_enabled: Json<'a>,
+    #[serde(default, borrow)]
+    pub provider: Json<'a>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -43,7 +43,7 @@ pub struct MrcStatus<'a> {
     pub conditions: PreviousConditions,
 }
 
-pub type Mrc<'a> = Object<'a, MrcSpec, MrcStatus<'a>>;
+pub type Mrc<'a> = Object<'a, MrcSpec<'a>, MrcStatus<'a>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -55,22 +55,22 @@ pub enum Role {
 /// `spec.role`: absent or null is inactive; anything else unknown is an error naming it.
 pub fn role(spec: &MrcSpec) -> Result<Role, String> {
     match &spec.role {
-        Value::Null => Ok(Role::Inactive),
-        Value::String(s) if s == "active" => Ok(Role::Active),
-        Value::String(s) if s == "passive" => Ok(Role::Passive),
-        Value::String(s) if s == "inactive" => Ok(Role::Inactive),
-        Value::String(s) => Err(s.clone()),
-        other => Err(other.to_string()),
+        Json::Null => Ok(Role::Inactive),
+        Json::String(s) if s == "active" => Ok(Role::Active),
+        Json::String(s) if s == "passive" => Ok(Role::Passive),
+        Json::String(s) if s == "inactive" => Ok(Role::Inactive),
+        Json::String(s) => Err(s.to_string()),
+        other => Err(serde_json::to_string(other).unwrap_or_default()),
     }
 }
 
 /// The trust domain, `cluster.local` when absent.
-pub fn trust_domain(spec: &MrcSpec) -> &str {
+pub fn trust_domain<'s>(spec: &'s MrcSpec) -> &'s str {
     spec.trust_domain.as_str().unwrap_or(DEFAULT_TRUST_DOMAIN)
 }
 
 pub fn spiffe_enabled(spec: &MrcSpec) -> bool {
-    spec.spiffe_enabled.as_bool().unwrap_or(false)
+    matches!(spec.spiffe_enabled, Json::Bool(true))
 }
 
 /// Which certificate provider an MRC names.
@@ -104,16 +104,18 @@ impl ProviderProblem {
     }
 }
 
-/// The providers present in `spec.provider` (keys with a non-null value), in spec order.
-pub fn provider_keys(provider: &Value) -> Vec<&'static str> {
+/// The providers `spec.provider` names, in spec order: those for which `named` (the key is
+/// present with a non-null value) holds.
+pub fn provider_keys(named: impl Fn(&str) -> bool) -> Vec<&'static str> {
     ["tresor", "vault", "certManager"]
         .into_iter()
-        .filter(|k| provider.get(*k).is_some_and(|v| !v.is_null()))
+        .filter(|k| named(k))
         .collect()
 }
 
 pub fn provider(spec: &MrcSpec) -> Result<Provider, ProviderProblem> {
-    match provider_keys(&spec.provider).as_slice() {
+    let named = |k: &str| spec.provider.get(k).is_some_and(|v| !v.is_null());
+    match provider_keys(named).as_slice() {
         [] => Err(ProviderProblem::Missing),
         ["tresor"] => tresor_secret_name(&spec.provider)
             .map(|n| Provider::Tresor(n.to_owned()))
@@ -125,10 +127,11 @@ pub fn provider(spec: &MrcSpec) -> Result<Provider, ProviderProblem> {
 }
 
 /// `provider.tresor.ca.secretRef.name` when it is a non-empty string.
-pub fn tresor_secret_name(provider: &Value) -> Option<&str> {
-    provider
-        .pointer("/tresor/ca/secretRef/name")
-        .and_then(Value::as_str)
+pub fn tresor_secret_name<'s>(provider: &'s Json) -> Option<&'s str> {
+    ["tresor", "ca", "secretRef", "name"]
+        .into_iter()
+        .try_fold(provider, |json, key| json.get(key))
+        .and_then(Json::as_str)
         .filter(|s| !s.is_empty())
 }
 
@@ -271,6 +274,58 @@ pub const DEFAULT_VALIDITY: Duration = Duration::hours(24);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn spec(text: &str) -> MrcSpec<'_> {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn rule_4_2_spec_fields_are_read_from_any_json_shape() {
+        assert_eq!(role(&spec("{}")), Ok(Role::Inactive));
+        assert_eq!(role(&spec(r#"{"role": null}"#)), Ok(Role::Inactive));
+        assert_eq!(role(&spec(r#"{"role": "active"}"#)), Ok(Role::Active));
+        assert_eq!(role(&spec(r#"{"role": "standby"}"#)), Err("standby".into()));
+        assert_eq!(role(&spec(r#"{"role": 5}"#)), Err("5".into()));
+        assert_eq!(
+            role(&spec(r#"{"role": {"b": 1, "a": [true]}}"#)),
+            Err(r#"{"a":[true],"b":1}"#.into())
+        );
+        assert!(spiffe_enabled(&spec(r#"{"spiffeEnabled": true}"#)));
+        assert!(!spiffe_enabled(&spec(r#"{"spiffeEnabled": "true"}"#)));
+        assert!(!spiffe_enabled(&spec("{}")));
+        assert_eq!(trust_domain(&spec(r#"{"trustDomain": "td"}"#)), "td");
+        assert_eq!(
+            trust_domain(&spec(r#"{"trustDomain": 5}"#)),
+            DEFAULT_TRUST_DOMAIN
+        );
+        let tresor = r#"{"provider": {"tresor": {"ca": {"secretRef": {"name": "osm-ca"}}}}}"#;
+        assert_eq!(
+            provider(&spec(tresor)),
+            Ok(Provider::Tresor("osm-ca".into()))
+        );
+        let cases = [
+            (
+                r#"{"provider": {"tresor": null, "vault": {}}}"#,
+                Ok(Provider::Vault),
+            ),
+            (
+                r#"{"provider": {"certManager": {}}}"#,
+                Ok(Provider::CertManager),
+            ),
+            ("{}", Err(ProviderProblem::Missing)),
+            (
+                r#"{"provider": {"tresor": {}, "vault": {}}}"#,
+                Err(ProviderProblem::Multiple),
+            ),
+            (
+                r#"{"provider": {"tresor": {"ca": {"secretRef": {"name": ""}}}}}"#,
+                Err(ProviderProblem::TresorWithoutSecretName),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(provider(&spec(text)), want, "{text}");
+        }
+    }
 
     #[test]
     fn rule_3_4_validity_groups_and_floor() {
