@@ -3,7 +3,8 @@
 
 use super::version::{app_version, derived_traceparent, short_name};
 use crate::contract::{
-    object_maps, CompositeRequest, CompositeResponse, Lenient, Object, ObjectMap, Text,
+    object_maps, without, CompositeRequest, CompositeResponse, Lenient, MetaOut, Object, ObjectMap,
+    Strings, Text,
 };
 use crate::json::Json;
 use crate::meta::{is_dns1123_subdomain, parse_rfc3339, rfc3339, Condition, PreviousConditions};
@@ -70,24 +71,8 @@ pub type SyncRequest<'a> =
 pub struct Child<'r> {
     pub api_version: &'static str,
     pub kind: &'static str,
-    pub metadata: ChildMeta<'r>,
+    pub metadata: MetaOut<'r>,
     pub spec: Cow<'r, Json<'r>>,
-}
-
-type Strings<'r> = BTreeMap<Text<'r>, Text<'r>>;
-
-#[derive(Debug, Serialize)]
-pub struct ChildMeta<'r> {
-    pub name: Cow<'r, str>,
-    pub namespace: Cow<'r, str>,
-    #[serde(skip_serializing_if = "is_empty")]
-    pub labels: Cow<'r, Strings<'r>>,
-    #[serde(skip_serializing_if = "is_empty")]
-    pub annotations: Cow<'r, Strings<'r>>,
-}
-
-fn is_empty(map: &Strings) -> bool {
-    map.is_empty()
 }
 
 #[derive(Debug, Serialize)]
@@ -114,18 +99,9 @@ pub struct PendingRequest {
 
 pub type SyncResponse<'r> = CompositeResponse<Status, Child<'r>>;
 
-/// The map without Metacontroller's own keys; borrowed as it is when it has none.
-fn without_metacontroller_keys<'r>(map: &'r Strings<'r>) -> Cow<'r, Strings<'r>> {
-    let ours = |k: &Text| k.starts_with(METACONTROLLER_PREFIX);
-    if !map.keys().any(ours) {
-        return Cow::Borrowed(map);
-    }
-    Cow::Owned(
-        map.iter()
-            .filter(|(k, _)| !ours(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-    )
+/// An annotation Metacontroller keeps for itself, never written back.
+fn is_metacontroller_key(key: &str) -> bool {
+    key.starts_with(METACONTROLLER_PREFIX)
 }
 
 /// An observed object re-emitted unchanged: identity, labels, annotations and spec only.
@@ -133,12 +109,7 @@ fn rebuilt<'r>(kind: &'static str, obj: &'r KeptnObject<'r>, namespace: &'r str)
     Child {
         api_version: KEPTN_API,
         kind,
-        metadata: ChildMeta {
-            name: Cow::Borrowed(obj.metadata.name.as_str()),
-            namespace: Cow::Borrowed(obj.metadata.namespace_or(namespace)),
-            labels: Cow::Borrowed(&obj.metadata.labels),
-            annotations: without_metacontroller_keys(&obj.metadata.annotations),
-        },
+        metadata: MetaOut::observed(&obj.metadata, namespace, is_metacontroller_key),
         spec: Cow::Borrowed(&obj.spec),
     }
 }
@@ -456,7 +427,7 @@ fn created_app<'r>(
         })
         .unwrap_or_default();
     labels.insert(MANAGED_BY.into(), "keptn".into());
-    let mut annotations = without_metacontroller_keys(&kacr.metadata.annotations).into_owned();
+    let mut annotations = without(&kacr.metadata.annotations, is_metacontroller_key).into_owned();
     annotations
         .entry("traceparent".into())
         .or_insert_with(|| derived_traceparent(namespace, app_name, &version).into());
@@ -467,7 +438,7 @@ fn created_app<'r>(
     Child {
         api_version: KEPTN_API,
         kind: "KeptnApp",
-        metadata: ChildMeta {
+        metadata: MetaOut {
             name: Cow::Borrowed(app_name),
             namespace: Cow::Borrowed(namespace),
             labels: Cow::Owned(labels),

@@ -2,17 +2,19 @@
 //! and leaf certificates kept or re-issued.
 
 use super::spec::{self, Certificate, ManagerSpec};
-use crate::contract::{object_maps, CompositeRequest, CompositeResponse, Object, Text};
+use crate::contract::{
+    object_maps, CompositeRequest, CompositeResponse, MetaOut, Object, Strings, Text,
+};
 use crate::json::Json;
 use crate::mesh_root_certificate::model::{
     b64, check_combination, provider, role, spiffe_enabled, trust_domain, DataObject,
-    DataObjectOut, DataValue, MetaOut, Mrc, Provider, Role, CONFIGMAP_KEY, MANAGED_BY, MRC_KEY,
-    SECRET_KEY,
+    DataObjectOut, DataValue, Mrc, Provider, Role, CONFIGMAP_KEY, MANAGED_BY, MRC_KEY, SECRET_KEY,
 };
 use crate::meta::{Condition, PreviousConditions};
 use crate::pki::{Ca, CheckedCas, CheckedLeaves, LeafRequest, PkiMemo};
 use rand_core::CryptoRngCore;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use time::OffsetDateTime;
@@ -86,7 +88,7 @@ struct Issuers<'a> {
 }
 
 pub fn sync<'a>(
-    req: &SyncRequest<'a>,
+    req: &'a SyncRequest<'a>,
     now: OffsetDateTime,
     rng: &mut dyn CryptoRngCore,
     memo: &PkiMemo,
@@ -265,18 +267,18 @@ fn with_newline(text: &str) -> String {
     }
 }
 
-fn labels(manager: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (MANAGED_BY.to_owned(), "metahooks".to_owned()),
-        (LABEL_MANAGER.to_owned(), manager.to_owned()),
-    ])
+fn labels<'a>(manager: &str) -> Cow<'a, Strings<'a>> {
+    Cow::Owned(BTreeMap::from([
+        (MANAGED_BY.into(), "metahooks".into()),
+        (LABEL_MANAGER.into(), manager.to_owned().into()),
+    ]))
 }
 
 /// §3.3-§3.5: the trust bundle and every leaf, kept when still good, else issued anew.
 fn issue<'a>(
-    req: &SyncRequest<'a>,
+    req: &'a SyncRequest<'a>,
     spec: &ManagerSpec,
-    issuers: &Issuers,
+    issuers: &Issuers<'a>,
     now: OffsetDateTime,
     rng: &mut dyn CryptoRngCore,
     leaves: &CheckedLeaves,
@@ -291,10 +293,10 @@ fn issue<'a>(
         api_version: "v1",
         kind: "ConfigMap",
         metadata: MetaOut {
-            name: spec.config_map_name.clone(),
-            namespace: ns.to_owned(),
+            name: Cow::Owned(spec.config_map_name.clone()),
+            namespace: Cow::Borrowed(ns),
             labels: labels(manager),
-            annotations: BTreeMap::new(),
+            annotations: Cow::default(),
         },
         type_: None,
         data: BTreeMap::from([(
@@ -346,13 +348,13 @@ fn issue<'a>(
             api_version: "v1",
             kind: "Secret",
             metadata: MetaOut {
-                name: cert.secret_name.clone(),
-                namespace: ns.to_owned(),
+                name: Cow::Owned(cert.secret_name.clone()),
+                namespace: Cow::Borrowed(ns),
                 labels: labels(manager),
-                annotations: BTreeMap::from([
-                    (ANNOTATION_SIGNING.to_owned(), s.to_owned()),
-                    (ANNOTATION_VALIDATING.to_owned(), v.to_owned()),
-                ]),
+                annotations: Cow::Owned(BTreeMap::from([
+                    (ANNOTATION_SIGNING.into(), s.into()),
+                    (ANNOTATION_VALIDATING.into(), v.into()),
+                ])),
             },
             type_: Some("kubernetes.io/tls".to_owned()),
             data: BTreeMap::from([
@@ -426,7 +428,7 @@ fn keep<'a>(
 
 /// §3.6: nothing issued, nothing deleted, the previous issuers kept, Ready=False.
 fn freeze<'a>(
-    req: &SyncRequest<'a>,
+    req: &'a SyncRequest<'a>,
     f: Frozen,
     previous: &ManagerStatus,
     generation: Option<i64>,

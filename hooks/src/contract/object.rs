@@ -43,9 +43,9 @@ pub struct ObjectMeta<'a> {
     #[serde(default)]
     pub generation: Option<i64>,
     #[serde(default, borrow, deserialize_with = "null_as_default")]
-    pub labels: BTreeMap<Text<'a>, Text<'a>>,
+    pub labels: Strings<'a>,
     #[serde(default, borrow, deserialize_with = "null_as_default")]
-    pub annotations: BTreeMap<Text<'a>, Text<'a>>,
+    pub annotations: Strings<'a>,
     /// RFC 3339; kept as text because a hook must report, not reject, one it cannot parse.
     #[serde(default, borrow, deserialize_with = "lenient_string")]
     pub creation_timestamp: Option<Text<'a>>,
@@ -54,11 +54,53 @@ pub struct ObjectMeta<'a> {
     pub deletion_timestamp: Option<IgnoredAny>,
 }
 
-/// A metadata map copied into owned strings, for a response that rebuilds an observed object.
-pub fn owned_map(map: &BTreeMap<Text<'_>, Text<'_>>) -> BTreeMap<String, String> {
-    map.iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+/// A map of strings (labels, annotations) as `ObjectMeta` holds it.
+pub type Strings<'a> = BTreeMap<Text<'a>, Text<'a>>;
+
+/// The metadata of an object in a response (name, namespace, labels, annotations; empty maps
+/// left out). For an object written back as observed, all of it is borrowed from the request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MetaOut<'a> {
+    pub name: Cow<'a, str>,
+    pub namespace: Cow<'a, str>,
+    #[serde(skip_serializing_if = "is_empty")]
+    pub labels: Cow<'a, Strings<'a>>,
+    #[serde(skip_serializing_if = "is_empty")]
+    pub annotations: Cow<'a, Strings<'a>>,
+}
+
+fn is_empty(map: &Strings) -> bool {
+    map.is_empty()
+}
+
+impl<'a> MetaOut<'a> {
+    /// An observed object's name, namespace (`namespace` when it has none), labels and
+    /// annotations but those `dropped` names.
+    pub fn observed(
+        meta: &'a ObjectMeta<'a>,
+        namespace: &'a str,
+        dropped: impl Fn(&str) -> bool,
+    ) -> Self {
+        MetaOut {
+            name: Cow::Borrowed(meta.name.as_str()),
+            namespace: Cow::Borrowed(meta.namespace_or(namespace)),
+            labels: Cow::Borrowed(&meta.labels),
+            annotations: without(&meta.annotations, dropped),
+        }
+    }
+}
+
+/// `map` without the keys `dropped` names; borrowed as it is when it has none of them.
+pub fn without<'a>(map: &'a Strings<'a>, dropped: impl Fn(&str) -> bool) -> Cow<'a, Strings<'a>> {
+    if !map.keys().any(|k| dropped(k)) {
+        return Cow::Borrowed(map);
+    }
+    Cow::Owned(
+        map.iter()
+            .filter(|(k, _)| !dropped(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    )
 }
 
 /// A JSON string of the request: borrowed when it has no escapes, copied (unescaped) when it

@@ -2,7 +2,7 @@
 //! rules they share: roles, providers, the valid combinations of MRCs in use, leaf validity.
 
 use crate::contract::{
-    lenient_string, null_as_default, owned_map, Object, ObjectMeta, RawString, Text,
+    lenient_string, null_as_default, MetaOut, Object, ObjectMeta, RawString, Text,
 };
 use crate::json::Json;
 use crate::meta::PreviousConditions;
@@ -188,7 +188,7 @@ impl<'a> DataObject<'a> {
 pub struct DataObjectOut<'a> {
     pub api_version: &'static str,
     pub kind: &'static str,
-    pub metadata: MetaOut,
+    pub metadata: MetaOut<'a>,
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     pub type_: Option<String>,
     pub data: BTreeMap<Text<'a>, DataValue<'a>>,
@@ -203,31 +203,14 @@ pub enum DataValue<'a> {
     Observed(RawString<'a>),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MetaOut {
-    pub name: String,
-    pub namespace: String,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
-}
-
 impl<'a> DataObjectOut<'a> {
     /// An observed object returned as observed: type, data, labels and annotations; no
     /// server-set metadata, no ownerReferences, no last-applied annotation.
-    pub fn observed(kind: &'static str, obj: &DataObject<'a>, namespace: &str) -> Self {
-        let mut annotations = owned_map(&obj.metadata.annotations);
-        annotations.remove(LAST_APPLIED);
+    pub fn observed(kind: &'static str, obj: &'a DataObject<'a>, namespace: &'a str) -> Self {
         DataObjectOut {
             api_version: "v1",
             kind,
-            metadata: MetaOut {
-                name: obj.metadata.name.to_string(),
-                namespace: obj.metadata.namespace_or(namespace).to_owned(),
-                labels: owned_map(&obj.metadata.labels),
-                annotations,
-            },
+            metadata: MetaOut::observed(&obj.metadata, namespace, |k| k == LAST_APPLIED),
             type_: obj.type_.clone(),
             data: obj
                 .data

@@ -3,15 +3,16 @@
 
 use super::model::{
     b64, check_combination, provider, role, trust_domain, DataObject, DataObjectOut, DataValue,
-    MetaOut, Mrc, Provider, Role, MANAGED_BY, MANAGER_KEY, MRC_KEY, SECRET_KEY,
+    Mrc, Provider, Role, MANAGED_BY, MANAGER_KEY, MRC_KEY, SECRET_KEY,
 };
 use crate::cert_rotation::spec::longest_validity;
 use crate::cert_rotation::sync::Manager;
-use crate::contract::{object_maps, DecoratorRequest, DecoratorResponse, Text};
+use crate::contract::{object_maps, DecoratorRequest, DecoratorResponse, MetaOut, Text};
 use crate::meta::{parse_rfc3339, Condition};
 use crate::pki::{generate_ca, CheckedCas};
 use rand_core::CryptoRngCore;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use time::{Duration, OffsetDateTime};
 
@@ -59,7 +60,7 @@ impl Usage {
 }
 
 pub fn sync<'a>(
-    req: &SyncRequest<'a>,
+    req: &'a SyncRequest<'a>,
     now: OffsetDateTime,
     rng: &mut dyn CryptoRngCore,
     cas: &CheckedCas,
@@ -215,13 +216,13 @@ fn grace_left(req: &SyncRequest, ns: &str, in_use: &Condition, now: OffsetDateTi
 type Problem = (&'static str, String);
 
 /// §4.1 and the first four errors of §4.2: the provider and the CA Secret.
-fn ca_secret(
-    req: &SyncRequest,
+fn ca_secret<'a>(
+    req: &'a SyncRequest<'a>,
     usage: Usage,
     now: OffsetDateTime,
     rng: &mut dyn CryptoRngCore,
     cas: &CheckedCas,
-    attachments: &mut Vec<DataObjectOut>,
+    attachments: &mut Vec<DataObjectOut<'a>>,
 ) -> Result<(), Problem> {
     let mrc = &req.object;
     let name = mrc.metadata.name.as_str();
@@ -273,13 +274,13 @@ fn ca_secret(
                 api_version: "v1",
                 kind: "Secret",
                 metadata: MetaOut {
-                    name: secret_name,
-                    namespace: ns.to_owned(),
-                    labels: BTreeMap::from([
-                        (MANAGED_BY.to_owned(), "metahooks".to_owned()),
-                        (LABEL_MRC.to_owned(), name.to_owned()),
-                    ]),
-                    annotations: BTreeMap::new(),
+                    name: Cow::Owned(secret_name),
+                    namespace: Cow::Borrowed(ns),
+                    labels: Cow::Owned(BTreeMap::from([
+                        (MANAGED_BY.into(), "metahooks".into()),
+                        (LABEL_MRC.into(), name.into()),
+                    ])),
+                    annotations: Cow::default(),
                 },
                 type_: Some("Opaque".to_owned()),
                 data: BTreeMap::from([
