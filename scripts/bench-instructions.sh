@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Instruction counts (`make bench-instructions`): every sync hook against its floor (serde_json
-# parse into a Value and serialize back) on the load run's requests of about 25 KB, 200 KB and
+# parse into a Value and serialize back) and against the scan floor (serde_json walking the body
+# into IgnoredAny, keeping nothing) on the load run's requests of about 25 KB, 200 KB and
 # 1.7 MB, counted by valgrind's callgrind. Unlike times, the counts are the same from run to run
 # on a shared machine, so two builds can be compared one change apart. Each figure is the cost of
 # one more request after the first: (count for 1 + RUNS requests - count for 1 request) / RUNS,
@@ -32,13 +33,15 @@ per_request() { # id body -> instructions of one more request
   echo $(((more - one) / RUNS))
 }
 
-echo "| route | size | hook instructions | floor instructions | hook/floor |"
-echo "| --- | --- | ---: | ---: | ---: |"
+echo "| route | size | hook instructions | floor instructions | hook/floor | scan instructions | hook/scan |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: |"
 for route in $ROUTES; do
   for size in $SIZES; do
     body="$OUT/$route-$size.json"
     hook=$(per_request "$route/sync" "$body")
     floor=$(per_request floor "$body")
-    printf '| %s/sync | %s | %d | %d | %.2f |\n' "$route" "$size" "$hook" "$floor" "$(echo "$hook / $floor" | bc -l)"
+    scan=$(per_request scan "$body")
+    printf '| %s/sync | %s | %d | %d | %.2f | %d | %.2f |\n' "$route" "$size" "$hook" "$floor" \
+      "$(echo "$hook / $floor" | bc -l)" "$scan" "$(echo "$hook / $scan" | bc -l)"
   done
 done

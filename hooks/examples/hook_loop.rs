@@ -5,7 +5,7 @@
 //! `valgrind --tool=callgrind`, whose instruction count is the same from run to run on a noisy
 //! machine; docs/BENCHMARKS.md gives the commands.
 //!
-//! Usage: hook_loop <hook id, e.g. delete-graph/sync, or floor> <request.json> <runs>
+//! Usage: hook_loop <hook id, e.g. delete-graph/sync, or floor, or scan> <request.json> <runs>
 
 use metahooks_hooks::memo::Memo;
 use metahooks_hooks::registry::{find, HookContext};
@@ -13,12 +13,16 @@ use metahooks_hooks::registry::{find, HookContext};
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [id, path, runs] = args.as_slice() else {
-        return Err("usage: hook_loop <hook id | floor> <request.json> <runs>".into());
+        return Err("usage: hook_loop <hook id | floor | scan> <request.json> <runs>".into());
     };
     let body = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
     let runs: usize = runs.parse().map_err(|e| format!("runs: {e}"))?;
     let mut answered = 0;
-    if id == "floor" {
+    if id == "scan" {
+        for _ in 0..runs {
+            serde_json::from_slice::<serde::de::IgnoredAny>(&body).map_err(|e| e.to_string())?;
+        }
+    } else if id == "floor" {
         for _ in 0..runs {
             let value: serde_json::Value =
                 serde_json::from_slice(&body).map_err(|e| e.to_string())?;
