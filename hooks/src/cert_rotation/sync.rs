@@ -304,7 +304,7 @@ fn issue<'a>(
             DataValue::Made(issuers.trust_pem.clone()),
         )]),
     });
-    let trust_b64 = b64(issuers.trust_pem.as_bytes());
+    let trust_b64 = DataValue::shared(b64(issuers.trust_pem.as_bytes()));
     let observed_leaves: HashMap<&str, &DataObject> = req
         .children
         .secrets
@@ -358,7 +358,7 @@ fn issue<'a>(
             },
             type_: Some("kubernetes.io/tls".to_owned()),
             data: BTreeMap::from([
-                (Text::from("ca.crt"), DataValue::Made(trust_b64.clone())),
+                (Text::from("ca.crt"), trust_b64.clone()),
                 (Text::from("tls.crt"), tls_crt),
                 (Text::from("tls.key"), tls_key),
             ]),
@@ -420,8 +420,8 @@ fn keep<'a>(
     let lifetime = validity.not_after - validity.not_before;
     let renewal = validity.not_after - lifetime / 3;
     (validity.not_after - now >= lifetime / 3).then_some((
-        DataValue::Observed(*crt),
-        DataValue::Observed(*key),
+        DataValue::Raw(crt.clone()),
+        DataValue::Raw(key.clone()),
         renewal,
     ))
 }

@@ -188,6 +188,13 @@ mod tests {
             r#"{"data":{"escaped":"a\/b\u0041\n","plain":"TFMwdA=="}}"#,
             "written back as sent, escapes included"
         );
+        let made = RawString::written("a\"b\n").unwrap();
+        assert_eq!(made.text(), "a\"b\n", "a made string reads back as its value");
+        assert_eq!(
+            serde_json::to_string(&made).unwrap(),
+            r#""a\"b\n""#,
+            "a made string is written as the JSON string of its value"
+        );
         for (value, kind) in [
             ("1", "number"),
             ("null", "null"),

@@ -297,12 +297,14 @@ impl<'de: 'a, 'a> Visitor<'de> for LenientVisitor<'a> {
     }
 }
 
-/// A JSON string kept as the request's raw text (quotes and escapes included) and written back
-/// byte for byte: Secret and ConfigMap values pass through a hook without being copied,
-/// unescaped or escaped again. Anything but a string is refused when decoding. `Debug` shows
-/// the length only: the text may be Secret data.
-#[derive(Clone, Copy)]
-pub struct RawString<'a>(&'a RawValue);
+/// A JSON string kept as its JSON text (quotes and escapes included) and written out byte for
+/// byte. Secret and ConfigMap values read from a request borrow the request's text: they pass
+/// through a hook without being copied, unescaped or escaped again. A value the hook makes once
+/// and writes into many objects ([`RawString::written`]) is escaped once, not once per object.
+/// Anything but a string is refused when decoding. `Debug` shows the length only: the text may
+/// be Secret data.
+#[derive(Clone)]
+pub struct RawString<'a>(Cow<'a, RawValue>);
 
 impl fmt::Debug for RawString<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -311,8 +313,16 @@ impl fmt::Debug for RawString<'_> {
 }
 
 impl<'a> RawString<'a> {
+    /// `text` written as a JSON string; `None` only if serde_json could not write a string,
+    /// which it always can.
+    pub fn written(text: &str) -> Option<RawString<'static>> {
+        serde_json::value::to_raw_value(text)
+            .ok()
+            .map(|raw| RawString(Cow::Owned(raw)))
+    }
+
     /// The string's value.
-    pub fn text(&self) -> Cow<'a, str> {
+    pub fn text(&self) -> Cow<'_, str> {
         let raw = self.0.get();
         let inner = &raw[1..raw.len() - 1];
         if inner.contains('\\') {
@@ -336,7 +346,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawString<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = <&'a RawValue>::deserialize(d)?;
         let unexpected = match raw.get().as_bytes().first() {
-            Some(b'"') => return Ok(RawString(raw)),
+            Some(b'"') => return Ok(RawString(Cow::Borrowed(raw))),
             Some(b'{') => Unexpected::Map,
             Some(b'[') => Unexpected::Seq,
             Some(b'n') => Unexpected::Unit,

@@ -177,7 +177,7 @@ pub struct DataObject<'a> {
 
 impl<'a> DataObject<'a> {
     /// A `data` value (base64 for a Secret).
-    pub fn value(&self, key: &str) -> Option<Cow<'a, str>> {
+    pub fn value(&self, key: &str) -> Option<Cow<'_, str>> {
         self.data.get(key).map(RawString::text)
     }
 }
@@ -194,13 +194,25 @@ pub struct DataObjectOut<'a> {
     pub data: BTreeMap<Text<'a>, DataValue<'a>>,
 }
 
-/// A value of a Secret or ConfigMap in a response: made by the hook, or written back as the
-/// request had it.
+/// A value of a Secret or ConfigMap in a response: made by the hook, or already JSON text
+/// (written back as the request had it, or made once for many objects, see
+/// [`DataValue::shared`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum DataValue<'a> {
     Made(String),
-    Observed(RawString<'a>),
+    Raw(RawString<'a>),
+}
+
+impl DataValue<'static> {
+    /// A value the hook makes once and writes into many objects of one response (the trust
+    /// bundle into every leaf Secret): escaped as JSON once, then copied as it is.
+    pub fn shared(text: String) -> Self {
+        match RawString::written(&text) {
+            Some(raw) => DataValue::Raw(raw),
+            None => DataValue::Made(text),
+        }
+    }
 }
 
 impl<'a> DataObjectOut<'a> {
@@ -215,7 +227,7 @@ impl<'a> DataObjectOut<'a> {
             data: obj
                 .data
                 .iter()
-                .map(|(k, v)| (k.clone(), DataValue::Observed(*v)))
+                .map(|(k, v)| (k.clone(), DataValue::Raw(v.clone())))
                 .collect(),
         }
     }
