@@ -189,7 +189,11 @@ mod tests {
             "written back as sent, escapes included"
         );
         let made = RawString::written("a\"b\n").unwrap();
-        assert_eq!(made.text(), "a\"b\n", "a made string reads back as its value");
+        assert_eq!(
+            made.text(),
+            "a\"b\n",
+            "a made string reads back as its value"
+        );
         assert_eq!(
             serde_json::to_string(&made).unwrap(),
             r#""a\"b\n""#,

@@ -312,15 +312,17 @@ impl fmt::Debug for RawString<'_> {
     }
 }
 
-impl<'a> RawString<'a> {
+impl RawString<'static> {
     /// `text` written as a JSON string; `None` only if serde_json could not write a string,
     /// which it always can.
-    pub fn written(text: &str) -> Option<RawString<'static>> {
+    pub fn written(text: &str) -> Option<Self> {
         serde_json::value::to_raw_value(text)
             .ok()
             .map(|raw| RawString(Cow::Owned(raw)))
     }
+}
 
+impl RawString<'_> {
     /// The string's value.
     pub fn text(&self) -> Cow<'_, str> {
         let raw = self.0.get();
