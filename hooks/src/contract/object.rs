@@ -15,10 +15,10 @@ use std::fmt;
     deserialize = "'de: 'a, Spec: Deserialize<'de> + Default, Status: Deserialize<'de> + Default"
 ))]
 pub struct Object<'a, Spec = IgnoredAny, Status = IgnoredAny> {
-    #[serde(default)]
-    pub api_version: String,
-    #[serde(default)]
-    pub kind: String,
+    #[serde(default, borrow)]
+    pub api_version: Text<'a>,
+    #[serde(default, borrow)]
+    pub kind: Text<'a>,
     #[serde(default, borrow, deserialize_with = "null_as_default")]
     pub metadata: ObjectMeta<'a>,
     #[serde(default, deserialize_with = "null_as_default")]
