@@ -466,11 +466,13 @@ fn updated_app<'r>(
         .iter()
         .map(|(name, v)| (short_name(name, app_name), *v))
         .collect();
-    let entry_name = |e: &Json| e.get("name").and_then(Json::as_str).map(str::to_owned);
+    fn entry_name<'e>(e: &'e Json) -> Option<&'e str> {
+        e.get("name").and_then(Json::as_str)
+    }
     for (short, v) in &shorts {
         let mut found = false;
         for entry in entries.iter_mut() {
-            if entry_name(entry).as_deref() == Some(short) {
+            if entry_name(entry) == Some(short) {
                 if let Json::Object(members) = entry {
                     members.insert(Cow::Borrowed("version"), text(*v));
                 }

@@ -31,6 +31,7 @@ pub use patch::{escape_pointer, PatchOp};
 
 use crate::RequestError;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 /// Decodes a request body, naming the JSON path of the first thing that does not fit.
 /// Trailing bytes after the JSON document are an error.
@@ -124,9 +125,18 @@ fn redact_strings(message: &str) -> String {
 /// NaN), so a failure here is a programming error reported as a request error rather than a panic.
 pub fn encode<T: Serialize>(response: &T) -> Result<Vec<u8>, RequestError> {
     let mut out = Vec::with_capacity(4096);
-    serde_json::to_writer(&mut out, response)
-        .map_err(|e| RequestError::new(".", format!("response could not be encoded: {e}")))?;
+    serde_json::to_writer(&mut out, response).map_err(not_encoded)?;
     Ok(out)
+}
+
+/// Writes part of a response ahead of time, as JSON text to be copied in as it is; fails only
+/// as [`encode`] does.
+pub fn encode_raw<T: Serialize + ?Sized>(part: &T) -> Result<Box<RawValue>, RequestError> {
+    serde_json::value::to_raw_value(part).map_err(not_encoded)
+}
+
+fn not_encoded(e: serde_json::Error) -> RequestError {
+    RequestError::new(".", format!("response could not be encoded: {e}"))
 }
 
 #[cfg(test)]

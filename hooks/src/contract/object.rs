@@ -316,7 +316,7 @@ impl RawString<'static> {
     /// `text` written as a JSON string; `None` only if serde_json could not write a string,
     /// which it always can.
     pub fn written(text: &str) -> Option<Self> {
-        serde_json::value::to_raw_value(text)
+        super::encode_raw(text)
             .ok()
             .map(|raw| RawString(Cow::Owned(raw)))
     }

@@ -6,7 +6,7 @@
 
 use super::spec::{validate, AddCondition, Invalid, Workload};
 use super::sync::{ANNOTATION_DEPENDENCIES, LABEL_SET, LABEL_WORKLOAD};
-use crate::contract::{decode, Text};
+use crate::contract::{decode, encode_raw, Text};
 use crate::json::{Json, JsonObject, NULL};
 use crate::memo::Recent;
 use crate::meta::{sha256_hex, write_json_str};
@@ -46,25 +46,25 @@ pub struct Planned {
 impl Plan {
     /// Validates `spec` (the WorkloadSet's `spec` value) for the set `set` and renders each
     /// workload of a valid one.
-    fn new(spec: &Json, set: &str) -> Plan {
+    fn new(spec: &Json, set: &str) -> Result<Plan, RequestError> {
         let validated = validate(spec, set);
         let workloads = match validated.invalid {
             None => validated
                 .workloads
                 .iter()
                 .map(|w| Planned::new(set, w))
-                .collect(),
+                .collect::<Result<_, _>>()?,
             Some(_) => Vec::new(),
         };
-        Plan {
+        Ok(Plan {
             workloads,
             invalid: validated.invalid,
-        }
+        })
     }
 }
 
 impl Planned {
-    fn new(set: &str, workload: &Workload) -> Planned {
+    fn new(set: &str, workload: &Workload) -> Result<Planned, RequestError> {
         let hash = sha256_hex(canonical_rendered(workload).as_bytes());
         let template = workload.template;
         let metadata = template.get("metadata");
@@ -80,7 +80,7 @@ impl Planned {
             spec: template.get("spec").and_then(Json::as_object),
             restart_policy: workload.restart_policy.pod_value(),
         };
-        Planned {
+        Ok(Planned {
             name: workload.name.to_owned(),
             dependencies: workload
                 .dependencies
@@ -90,9 +90,8 @@ impl Planned {
             pod_name: format!("{set}-{}-{}", workload.name, &hash[..10]),
             labels,
             annotations,
-            spec: serde_json::value::to_raw_value(&spec)
-                .expect("a JSON document serializes to JSON"),
-        }
+            spec: encode_raw(&spec)?,
+        })
     }
 }
 
@@ -211,7 +210,7 @@ impl PlanMemo {
             return Ok(plan);
         }
         let json: Json = decode(text.as_bytes()).map_err(|e| e.within("parent.spec"))?;
-        let plan = Arc::new(Plan::new(&json, set));
+        let plan = Arc::new(Plan::new(&json, set)?);
         self.0.store(digest, Arc::clone(&plan), text.len());
         Ok(plan)
     }
