@@ -11,6 +11,9 @@
 # machine moves one round, not the result. Errors are summed over the rounds.
 # With two cores or more, every server under test runs on CPU 0 and wrk on CPU 1 (PIN=0 turns
 # this off), so that the load generator does not take CPU time from the server it measures.
+# A second table gives what each server spent per request (user + system CPU time, from
+# /proc/<pid>/stat, over the requests wrk counted) and the CPU wrk itself used, in cores: a floor
+# whose wrk is near a whole core per thread's core is measuring wrk, not itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-3}
@@ -52,42 +55,74 @@ trap cleanup EXIT
 start=$(date +%s%N)
 RUST_LOG=warn "${server_cpu[@]}" ./target/release/metahooks serve --listen 127.0.0.1:8090 --tls-listen 127.0.0.1:8443 --tls-self-signed --max-in-flight 1024 &
 pids+=($!); server=$!
+declare -A server_pid=([8090]=$server)
 until curl -sf http://127.0.0.1:8090/readyz >/dev/null; do sleep 0.002; done
 ready_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 sleep 1
 idle_kb=$(awk '/VmRSS/ {print $2}' /proc/$server/status)
-"${server_cpu[@]}" ./target/release/examples/floor echo 127.0.0.1:8091 & pids+=($!)
-"${server_cpu[@]}" ./target/release/examples/floor json 127.0.0.1:8092 & pids+=($!)
-"${server_cpu[@]}" ./target/release/examples/floor scan 127.0.0.1:8093 & pids+=($!)
+for floor in echo:8091 json:8092 scan:8093; do
+  "${server_cpu[@]}" ./target/release/examples/floor "${floor%:*}" "127.0.0.1:${floor#*:}" &
+  pids+=($!) server_pid[${floor#*:}]=$!
+done
 sleep 0.5
 
-run() { # url body -> "rps p50 p99 errors"
-  BODY="$2" "${client_cpu[@]}" wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$OUT/post.lua" "$1" | awk '/^RESULT/ {print $2, $3, $4, $5}'
+ticks_per_s=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; } # user, system, in clock ticks
+
+# port path body -> "rps p50 p99 errors server-µs-per-request server-system-µs wrk-cores"
+run() {
+  local before after result
+  before=$(cpu_ticks "${server_pid[$1]}")
+  result=$( { TIMEFORMAT='%U %S'; time BODY="$3" "${client_cpu[@]}" wrk -t2 -c"$CONNECTIONS" \
+    -d"${DURATION}s" --latency -s "$OUT/post.lua" "http://127.0.0.1:$1/$2" >"$OUT/wrk.out"; } 2>&1)
+  after=$(cpu_ticks "${server_pid[$1]}")
+  awk -v b="$before" -v a="$after" -v hz="$ticks_per_s" -v d="$DURATION" -v t="$result" '
+    /^RESULT/ { split(b, x, " "); split(a, y, " "); split(t, c, " "); us = 1e6 / hz / ($2 * d)
+      printf "%s %s %s %s %.1f %.1f %.2f\n", $2, $3, $4, $5, (y[1] + y[2] - x[1] - x[2]) * us,
+        (y[2] - x[2]) * us, (c[1] + c[2]) / d }' "$OUT/wrk.out"
 }
 
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
+cpu_rows=""
 echo "| route | size | metahooks req/s | p50 ms | p99 ms | errors | echo req/s | scan req/s | naive JSON req/s | vs echo | vs scan | vs naive |"
 echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for route in $ROUTES; do
   for size in $SIZES; do
     body="$OUT/$route-$size.json"
     m_rps=() m_p50=() m_p99=() e_rps=() s_rps=() n_rps=() vs_e=() vs_s=() vs_n=() errors=0
+    m_us=() e_us=() s_us=() n_us=() us_e=() m_wrk=() e_wrk=() s_wrk=() n_wrk=()
+    m_sys=() e_sys=() s_sys=() n_sys=()
     for ((round = 1; round <= ROUNDS; round++)); do
-      read -r m p50 p99 err < <(run "http://127.0.0.1:8090/$route/sync" "$body")
-      read -r e _ _ _ < <(run "http://127.0.0.1:8091/" "$body")
-      read -r s _ _ _ < <(run "http://127.0.0.1:8093/" "$body")
-      read -r n _ _ _ < <(run "http://127.0.0.1:8092/" "$body")
+      read -r m p50 p99 err mu ms mw < <(run 8090 "$route/sync" "$body")
+      read -r e _ _ _ eu es ew < <(run 8091 "" "$body")
+      read -r s _ _ _ su ss sw < <(run 8093 "" "$body")
+      read -r n _ _ _ nu ns nw < <(run 8092 "" "$body")
       m_rps+=("$m") m_p50+=("$p50") m_p99+=("$p99") e_rps+=("$e") s_rps+=("$s") n_rps+=("$n")
       vs_e+=("$(echo "$m / $e" | bc -l)") vs_s+=("$(echo "$m / $s" | bc -l)") vs_n+=("$(echo "$m / $n" | bc -l)")
+      m_us+=("$mu") e_us+=("$eu") s_us+=("$su") n_us+=("$nu") us_e+=("$(echo "$eu / $mu" | bc -l)")
+      m_sys+=("$ms") e_sys+=("$es") s_sys+=("$ss") n_sys+=("$ns")
+      m_wrk+=("$mw") e_wrk+=("$ew") s_wrk+=("$sw") n_wrk+=("$nw")
       errors=$((errors + err))
     done
     printf "| %s/sync | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f | %.2f |\n" "$route" "$size" \
       "$(median "${m_rps[@]}")" "$(median "${m_p50[@]}")" "$(median "${m_p99[@]}")" "$errors" \
       "$(median "${e_rps[@]}")" "$(median "${s_rps[@]}")" "$(median "${n_rps[@]}")" \
       "$(median "${vs_e[@]}")" "$(median "${vs_s[@]}")" "$(median "${vs_n[@]}")"
+    cpu_rows+=$(printf "| %s/sync | %s | %s (%s) | %s (%s) | %s (%s) | %s (%s) | %.2f | %s | %s | %s | %s |" \
+      "$route" "$size" "$(median "${m_us[@]}")" "$(median "${m_sys[@]}")" \
+      "$(median "${e_us[@]}")" "$(median "${e_sys[@]}")" "$(median "${s_us[@]}")" \
+      "$(median "${s_sys[@]}")" "$(median "${n_us[@]}")" "$(median "${n_sys[@]}")" \
+      "$(median "${us_e[@]}")" "$(median "${m_wrk[@]}")" "$(median "${e_wrk[@]}")" \
+      "$(median "${s_wrk[@]}")" "$(median "${n_wrk[@]}")")$'\n'
   done
 done
+echo
+echo "Server CPU time per request (user + system µs, the system part in brackets) and the CPU wrk used (cores):"
+echo
+echo "| route | size | metahooks µs | echo µs | scan µs | naive JSON µs | echo µs / metahooks µs | wrk cores: metahooks | echo | scan | naive JSON |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+printf '%s' "$cpu_rows"
 peak_kb=$(awk '/VmHWM/ {print $2}' /proc/$server/status)
 echo
 echo "start to ready (self-signed TLS included): ${ready_ms} ms; idle RSS: $((idle_kb / 1024)) MiB; peak RSS under load: $((peak_kb / 1024)) MiB"
