@@ -6,7 +6,7 @@
 
 use super::spec::{validate, AddCondition, Invalid, Workload};
 use super::sync::{ANNOTATION_DEPENDENCIES, LABEL_SET, LABEL_WORKLOAD};
-use crate::contract::{decode, encode_raw, Text};
+use crate::contract::{decode, encode_raw};
 use crate::json::{Json, JsonObject, NULL};
 use crate::memo::Recent;
 use crate::meta::{sha256_hex, write_json_str};
@@ -35,10 +35,10 @@ pub struct Planned {
     pub dependencies: Vec<(String, AddCondition)>,
     /// `<set>-<workload>-<hash of the rendered template>`.
     pub pod_name: String,
-    /// The template's string labels plus ours.
-    pub labels: BTreeMap<Text<'static>, Text<'static>>,
-    /// The template's string annotations plus the dependencies annotation.
-    pub annotations: BTreeMap<Text<'static>, Text<'static>>,
+    /// The template's string labels plus ours, as a JSON object.
+    pub labels: Box<RawValue>,
+    /// The template's string annotations plus the dependencies annotation, as a JSON object.
+    pub annotations: Box<RawValue>,
     /// The rendered template's `spec`: the template's, with the mapped restart policy.
     pub spec: Box<RawValue>,
 }
@@ -69,13 +69,11 @@ impl Planned {
         let template = workload.template;
         let metadata = template.get("metadata");
         let mut labels = string_map(metadata.and_then(|m| m.get("labels")));
-        labels.insert(LABEL_SET.into(), set.to_owned().into());
-        labels.insert(LABEL_WORKLOAD.into(), workload.name.to_owned().into());
+        labels.insert(LABEL_SET, set);
+        labels.insert(LABEL_WORKLOAD, workload.name);
+        let dependencies = workload.dependencies_annotation();
         let mut annotations = string_map(metadata.and_then(|m| m.get("annotations")));
-        annotations.insert(
-            ANNOTATION_DEPENDENCIES.into(),
-            workload.dependencies_annotation().into(),
-        );
+        annotations.insert(ANNOTATION_DEPENDENCIES, &dependencies);
         let spec = RenderedSpec {
             spec: template.get("spec").and_then(Json::as_object),
             restart_policy: workload.restart_policy.pod_value(),
@@ -88,8 +86,8 @@ impl Planned {
                 .map(|(dep, cond)| ((*dep).to_owned(), *cond))
                 .collect(),
             pod_name: format!("{set}-{}-{}", workload.name, &hash[..10]),
-            labels,
-            annotations,
+            labels: encode_raw(&labels)?,
+            annotations: encode_raw(&annotations)?,
             spec: encode_raw(&spec)?,
         })
     }
@@ -164,14 +162,11 @@ fn write_object(out: &mut String, keys: &[&str], mut value: impl FnMut(&str, &mu
 }
 
 /// The string members of a template's map.
-fn string_map(v: Option<&Json>) -> BTreeMap<Text<'static>, Text<'static>> {
+fn string_map<'t>(v: Option<&'t Json<'t>>) -> BTreeMap<&'t str, &'t str> {
     v.and_then(Json::as_object)
         .map(|m| {
             m.iter()
-                .filter_map(|(k, v)| {
-                    let v = v.as_str()?;
-                    Some((k.to_owned().into(), v.to_owned().into()))
-                })
+                .filter_map(|(k, v)| Some((k, v.as_str()?)))
                 .collect()
         })
         .unwrap_or_default()
@@ -180,9 +175,9 @@ fn string_map(v: Option<&Json>) -> BTreeMap<Text<'static>, Text<'static>> {
 /// Plans of recent specs, shared by every request of a server. An entry is found by SHA-256 over
 /// the set's name and the spec's JSON text as sent, so a spec or name that differs in any byte
 /// is planned afresh. Bounded: the [`Self::CAPACITY`] most recently used, made from at most
-/// [`Self::SPEC_BYTES`] of spec text between them (a plan takes about five times its spec's
-/// text in memory: 4.7-4.9 measured on the load run's requests, so at most about 20 MiB); a
-/// larger spec is planned on every sync.
+/// [`Self::SPEC_BYTES`] of spec text between them (a plan takes about twice its spec's text in
+/// memory: 1.9 measured on the load run's requests, so at most about 8 MiB); a larger spec is
+/// planned on every sync.
 #[derive(Debug)]
 pub struct PlanMemo(Recent<Plan>);
 

@@ -4,14 +4,13 @@ use super::graph::DeleteGraph;
 use super::plan::{Plan, Planned};
 use super::spec::AddCondition;
 use crate::contract::{
-    lenient_string, CompositeRequest, CompositeResponse, Object, ObjectMap, Text,
+    lenient_string, CompositeRequest, CompositeResponse, Object, ObjectMap, Strings, Text,
 };
 use crate::meta::{Condition, PreviousConditions};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use time::OffsetDateTime;
 
@@ -64,10 +63,19 @@ pub struct PodOut<'a> {
 /// observed one.
 #[derive(Debug, Serialize)]
 pub struct PodMeta<'a> {
-    pub name: Cow<'a, str>,
-    pub namespace: Cow<'a, str>,
-    pub labels: Cow<'a, BTreeMap<Text<'a>, Text<'a>>>,
-    pub annotations: Cow<'a, BTreeMap<Text<'a>, Text<'a>>>,
+    pub name: &'a str,
+    pub namespace: &'a str,
+    pub labels: PodStrings<'a>,
+    pub annotations: PodStrings<'a>,
+}
+
+/// A child Pod's labels or annotations: the plan's, written as JSON when the plan was made, or
+/// an observed Pod's map.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum PodStrings<'a> {
+    Planned(&'a RawValue),
+    Observed(&'a Strings<'a>),
 }
 
 /// `{state, subState, message}` of one workload.
@@ -153,10 +161,10 @@ fn planned_pod<'a>(planned: &'a Planned, namespace: &'a str) -> PodOut<'a> {
         api_version: "v1",
         kind: "Pod",
         metadata: PodMeta {
-            name: Cow::Borrowed(&planned.pod_name),
-            namespace: Cow::Borrowed(namespace),
-            labels: Cow::Borrowed(&planned.labels),
-            annotations: Cow::Borrowed(&planned.annotations),
+            name: &planned.pod_name,
+            namespace,
+            labels: PodStrings::Planned(&planned.labels),
+            annotations: PodStrings::Planned(&planned.annotations),
         },
         spec: Some(&planned.spec),
     }
@@ -168,10 +176,10 @@ fn rebuilt<'a>(pod: &'a Pod<'a>, namespace: &'a str) -> PodOut<'a> {
         api_version: "v1",
         kind: "Pod",
         metadata: PodMeta {
-            name: Cow::Borrowed(&pod.metadata.name),
-            namespace: Cow::Borrowed(pod.metadata.namespace_or(namespace)),
-            labels: Cow::Borrowed(&pod.metadata.labels),
-            annotations: Cow::Borrowed(&pod.metadata.annotations),
+            name: &pod.metadata.name,
+            namespace: pod.metadata.namespace_or(namespace),
+            labels: PodStrings::Observed(&pod.metadata.labels),
+            annotations: PodStrings::Observed(&pod.metadata.annotations),
         },
         spec: pod.spec,
     }
@@ -373,7 +381,7 @@ pub fn reconcile<'a>(
         }
     }
 
-    children.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    children.sort_unstable_by(|a, b| a.metadata.name.cmp(b.metadata.name));
     CompositeResponse {
         status: SyncStatus::Computed(Status {
             workloads: status,
@@ -414,7 +422,7 @@ fn freeze<'a>(
         .filter(|p| !p.metadata.is_terminating())
         .map(|p| rebuilt(p, namespace))
         .collect();
-    children.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    children.sort_unstable_by(|a, b| a.metadata.name.cmp(b.metadata.name));
     CompositeResponse {
         status: SyncStatus::Frozen(Status {
             workloads: Copied(previous.workloads),
