@@ -51,9 +51,10 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-# Start to ready, with a self-signed certificate made at start; then idle RSS.
+# Start to ready, with a self-signed certificate made at start; then idle RSS. Logs at the
+# level the manifests deploy (info).
 start=$(date +%s%N)
-RUST_LOG=warn "${server_cpu[@]}" ./target/release/metahooks serve --listen 127.0.0.1:8090 --tls-listen 127.0.0.1:8443 --tls-self-signed --max-in-flight 1024 &
+RUST_LOG=info "${server_cpu[@]}" ./target/release/metahooks serve --listen 127.0.0.1:8090 --tls-listen 127.0.0.1:8443 --tls-self-signed --max-in-flight 1024 &
 pids+=($!); server=$!
 declare -A server_pid=([8090]=$server)
 until curl -sf http://127.0.0.1:8090/readyz >/dev/null; do sleep 0.002; done

@@ -49,6 +49,14 @@ impl ApiError {
         }
     }
 
+    /// Where in the request the problem is, for a request that did not decode.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            ApiError::BadRequest(e) => Some(e.path.as_str()),
+            _ => None,
+        }
+    }
+
     pub fn message(&self) -> String {
         match self {
             ApiError::BadRequest(e) => e.message.clone(),
@@ -71,13 +79,9 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let message = self.message();
-        let path = match &self {
-            ApiError::BadRequest(e) => Some(e.path.as_str()),
-            _ => None,
-        };
         let body = serde_json::to_vec(&ErrorBody {
             error: &message,
-            path,
+            path: self.path(),
         })
         .unwrap_or_else(|_| b"{\"error\":\"error\"}".to_vec());
         let mut response = (self.status(), body).into_response();

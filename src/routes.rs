@@ -12,12 +12,11 @@ use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use metahooks_hooks::memo::Memo;
-use metahooks_hooks::{Hook, HookContext, HOOKS};
+use metahooks_hooks::{Hook, HookContext, Subject, HOOKS};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
-use tracing::{field::Empty, Instrument};
 
 /// Limits applied to every hook request.
 #[derive(Debug, Clone)]
@@ -139,37 +138,46 @@ async fn handle_hook(hook: &'static Hook, state: Arc<AppState>, req: Request) ->
         }
         .into_response();
     };
-    let span = tracing::info_span!(
-        "hook",
-        route = hook.id,
-        kind = Empty,
-        namespace = Empty,
-        name = Empty,
-        uid = Empty
-    );
-    let work = run_hook(hook, &state, req).instrument(span.clone());
+    let work = run_hook(hook, &state, req);
     let result = match tokio::time::timeout(state.limits.request_timeout, work).await {
         Ok(result) => result,
         Err(_) => Err(ApiError::Timeout),
     };
-    let _enter = span.enter();
+    // The request's span is made once its fields are known, at the level of the one event it
+    // holds: the JSON log format would parse and rewrite a span's fields on every later
+    // `record`, and a span at `info` costs that formatting on every answer although answers
+    // are only logged at `debug`. The object's name is `object`: in a JSON line, `name` in a
+    // span is the span's own name.
     match result {
-        Ok(response) => {
-            tracing::debug!(status = 200, "answered");
+        Ok((response, subject)) => {
+            let uid = (!subject.uid.is_empty()).then_some(subject.uid.as_str());
+            tracing::debug_span!(
+                "hook",
+                route = hook.id,
+                kind = subject.kind.as_str(),
+                namespace = subject.namespace.as_str(),
+                object = subject.name.as_str(),
+                uid
+            )
+            .in_scope(|| tracing::debug!(status = 200, "answered"));
             response
         }
         Err(e) => {
-            tracing::info!(status = e.status().as_u16(), error = %e.message(), "rejected");
+            tracing::info_span!("hook", route = hook.id).in_scope(|| {
+                let status = e.status().as_u16();
+                tracing::info!(status, error = %e.message(), path = e.path(), "rejected");
+            });
             e.into_response()
         }
     }
 }
 
+/// The hook's answer to one request, and the object it was about (for the log span).
 async fn run_hook(
     hook: &'static Hook,
     state: &AppState,
     req: Request,
-) -> Result<Response, ApiError> {
+) -> Result<(Response, Subject), ApiError> {
     let limits = &state.limits;
     if let (Some(token), false) = (&limits.bearer_token, hook.kind.is_admission()) {
         check_bearer(&req, token)?;
@@ -197,20 +205,12 @@ async fn run_hook(
         memo: &state.memo,
     };
     let output = (hook.run)(&body, &mut ctx).map_err(ApiError::BadRequest)?;
-    let span = tracing::Span::current();
-    let subject = &output.subject;
-    span.record("kind", subject.kind.as_str());
-    span.record("namespace", subject.namespace.as_str());
-    span.record("name", subject.name.as_str());
-    if !subject.uid.is_empty() {
-        span.record("uid", subject.uid.as_str());
-    }
     let mut response = Response::new(Body::from(output.body));
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    Ok(response)
+    Ok((response, output.subject))
 }
 
 /// `Authorization: Bearer <token>`, compared in constant time.
