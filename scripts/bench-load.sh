@@ -13,7 +13,7 @@
 # this off), so that the load generator does not take CPU time from the server it measures.
 # A second table gives what each server spent per request (user + system CPU time, from
 # /proc/<pid>/stat, over the requests wrk counted) and the CPU wrk itself used, in cores: a floor
-# whose wrk is near a whole core per thread's core is measuring wrk, not itself.
+# whose run keeps wrk busy on all the CPU it has measures wrk, not itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-3}
@@ -77,6 +77,7 @@ run() {
   result=$( { TIMEFORMAT='%U %S'; time BODY="$3" "${client_cpu[@]}" wrk -t2 -c"$CONNECTIONS" \
     -d"${DURATION}s" --latency -s "$OUT/post.lua" "http://127.0.0.1:$1/$2" >"$OUT/wrk.out"; } 2>&1)
   after=$(cpu_ticks "${server_pid[$1]}")
+  result=${result##*$'\n'} # the last line is `time`'s, after anything wrk wrote to stderr
   awk -v b="$before" -v a="$after" -v hz="$ticks_per_s" -v d="$DURATION" -v t="$result" '
     /^RESULT/ { split(b, x, " "); split(a, y, " "); split(t, c, " "); us = 1e6 / hz / ($2 * d)
       printf "%s %s %s %s %.1f %.1f %.2f\n", $2, $3, $4, $5, (y[1] + y[2] - x[1] - x[2]) * us,
