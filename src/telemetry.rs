@@ -95,13 +95,23 @@ pub enum LogFormat {
     Pretty,
 }
 
-/// Installs the global subscriber. The filter comes from `RUST_LOG` (default `info`).
+/// Installs the global subscriber, writing to stderr. The filter comes from `RUST_LOG` (default
+/// `info`).
 pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    init_logging_to(format, filter, std::io::stderr);
+}
+
+/// Installs the global subscriber with `filter`, writing to `writer` (tests read the logs
+/// this way). Does nothing if one is installed already.
+pub fn init_logging_to<W>(format: LogFormat, filter: tracing_subscriber::EnvFilter, writer: W)
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(writer);
     let _ = match format {
         LogFormat::Json => builder
             .json()

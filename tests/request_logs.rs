@@ -1,37 +1,21 @@
-//! What a request leaves in the logs (README, "Logs"): its span carries the route and the
+//! What a request leaves in the logs (the README's paragraph on logs): its span carries the route
 //! object the hook was about (kind, namespace, name as `object`, and the uid of an admission
 //! request); an answer is logged at `debug`, a rejection at `info` with its status, error and
 //! path.
 
 mod common;
 
+use common::LogCapture;
 use serde_json::Value;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 
-/// A tracing writer collecting everything into one buffer.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Capture {
-    /// Every line logged with `message`, as written and as JSON.
-    fn lines_with(&self, message: &str) -> Vec<(String, Value)> {
-        String::from_utf8_lossy(&self.0.lock().unwrap())
-            .lines()
-            .filter_map(|l| Some((l.to_owned(), serde_json::from_str::<Value>(l).ok()?)))
-            .filter(|(_, v)| v["message"] == message)
-            .collect()
-    }
+/// Every line logged with `message`, as written and as JSON.
+fn lines_with(capture: &LogCapture, message: &str) -> Vec<(String, Value)> {
+    capture
+        .text()
+        .lines()
+        .filter_map(|l| Some((l.to_owned(), serde_json::from_str::<Value>(l).ok()?)))
+        .filter(|(_, v)| v["message"] == message)
+        .collect()
 }
 
 fn fixture(path: &str) -> Vec<u8> {
@@ -40,17 +24,7 @@ fn fixture(path: &str) -> Vec<u8> {
 
 #[test]
 fn each_request_is_logged_under_a_span_naming_its_route_and_object() {
-    let capture = Capture::default();
-    let writer = capture.clone();
-    // As `--log-format json` sets it up (telemetry::init_logging), at debug level.
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new("debug"))
-        .json()
-        .flatten_event(true)
-        .with_current_span(true)
-        .with_span_list(false)
-        .with_writer(move || writer.clone())
-        .init();
+    let capture = LogCapture::install("debug");
     let server = common::TestServer::start(&[]);
 
     let sync = fixture("app-discovery/sync-invalid-timeout.request.json");
@@ -66,7 +40,7 @@ fn each_request_is_logged_under_a_span_naming_its_route_and_object() {
     let reply = common::post(&server, "/delete-graph/sync", br#"{"parent": 7}"#);
     assert_eq!(reply.status, 400);
 
-    let answered = capture.lines_with("answered");
+    let answered = lines_with(&capture, "answered");
     let span = |route: &str| {
         let (text, line) = answered
             .iter()
@@ -92,7 +66,7 @@ fn each_request_is_logged_under_a_span_naming_its_route_and_object() {
     assert_eq!(review_span["object"], "podtato-head");
     assert_eq!(review_span["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
 
-    let rejected = capture.lines_with("rejected");
+    let rejected = lines_with(&capture, "rejected");
     let [(_, line)] = rejected.as_slice() else {
         panic!("one rejection logged: {rejected:?}");
     };

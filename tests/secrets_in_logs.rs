@@ -5,26 +5,11 @@
 mod common;
 mod sim;
 
+use common::LogCapture;
 use serde_json::json;
 use sim::Sim;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 
 const NS: &str = "osm-system";
-
-/// A tracing writer collecting everything into one buffer.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 fn role(sim: &mut Sim, name: &str, role: &str) {
     let mut m = sim.get("MeshRootCertificate", NS, name).cloned().unwrap_or_else(|| {
@@ -39,14 +24,7 @@ fn role(sim: &mut Sim, name: &str, role: &str) {
 
 #[test]
 fn no_key_material_in_trace_logs_or_status_during_a_rotation() {
-    let capture = Capture::default();
-    let writer = capture.clone();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new("trace"))
-        .json()
-        .with_current_span(true)
-        .with_writer(move || writer.clone())
-        .init();
+    let capture = LogCapture::install("trace");
 
     let mut sim = Sim::with_manifests(&["cert-rotation"]);
     sim.apply(&json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "CertificateManager",
@@ -79,7 +57,7 @@ fn no_key_material_in_trace_logs_or_status_during_a_rotation() {
     assert_eq!(reply.status, 400);
     assert!(!String::from_utf8_lossy(&reply.body).contains(&key_b64[..32]));
 
-    let logs = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    let logs = capture.text();
     assert!(
         logs.contains("cert-rotation/sync"),
         "the capture saw the hook spans"

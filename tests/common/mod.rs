@@ -243,3 +243,36 @@ impl Binary {
         assert!(status.success());
     }
 }
+
+/// A tracing writer collecting every log line into one buffer, for tests that read the logs.
+#[derive(Clone, Default)]
+pub struct LogCapture(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Write for LogCapture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LogCapture {
+    /// Makes this test binary log as `--log-format json` does, at `level`, into the capture.
+    pub fn install(level: &str) -> LogCapture {
+        let capture = LogCapture::default();
+        let writer = capture.clone();
+        metahooks::telemetry::init_logging_to(
+            metahooks::telemetry::LogFormat::Json,
+            tracing_subscriber::EnvFilter::new(level),
+            move || writer.clone(),
+        );
+        capture
+    }
+
+    /// Everything logged so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
