@@ -1,7 +1,7 @@
-//! What a request leaves in the logs (the README's paragraph on logs): its span carries the route
-//! object the hook was about (kind, namespace, name as `object`, and the uid of an admission
-//! request); an answer is logged at `debug`, a rejection at `info` with its status, error and
-//! path.
+//! What a request leaves in the logs (the README's paragraph on logs): its span carries the
+//! route and the object the hook was about (kind, namespace, name as `object`, and the uid of an
+//! admission request); an answer is logged at `debug`, a rejection at `info` with its status,
+//! error and path. The logs are written as `--log-format json` writes them.
 
 mod common;
 
