@@ -3,11 +3,12 @@
 
 use super::version::{app_version, derived_traceparent, short_name};
 use crate::contract::{
-    object_maps, without, CompositeRequest, CompositeResponse, Lenient, MetaOut, Object, ObjectMap,
-    Strings, Text,
+    object_maps, without, CompositeRequest, CompositeResponse, Lenient, MetaOut, NameMeta, Object,
+    ObjectMap, Strings, Text,
 };
 use crate::json::Json;
 use crate::meta::{is_dns1123_subdomain, parse_rfc3339, rfc3339, Condition, PreviousConditions};
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -51,7 +52,8 @@ pub struct WorkloadSpec<'a> {
     pub version: Lenient<'a>,
 }
 
-pub type KeptnWorkload<'a> = Object<'a, WorkloadSpec<'a>>;
+/// Of a workload only its name, namespace, app and version are read.
+pub type KeptnWorkload<'a> = Object<'a, WorkloadSpec<'a>, IgnoredAny, NameMeta<'a>>;
 
 object_maps! {
     /// The related objects: workloads and apps of the namespace, each decoded into its own type.

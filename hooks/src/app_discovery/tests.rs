@@ -480,6 +480,27 @@ fn rule_4_2_workload_app_match_is_exact() {
     );
 }
 
+/// Of a workload only the name, namespace, app and version are read (DECISIONS.md): metadata it
+/// does not read, even of the wrong type, neither fails the request nor drops the workload.
+#[test]
+fn rule_4_2_workload_metadata_not_read_is_not_checked() {
+    let mut odd = workload("shop-b", "shop", Some("2.0"));
+    odd["metadata"]["labels"] = json!(["not", "a", "map"]);
+    odd["metadata"]["annotations"] = json!(7);
+    odd["metadata"]["uid"] = json!({"not": "a string"});
+    let body = request(
+        spec(),
+        vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", false)],
+        vec![],
+        vec![workload("shop-a", "shop", Some("1.0")), odd],
+        vec![],
+    );
+    let resp = run(&body);
+    assert_eq!(
+        child(&resp, "KeptnApp", "shop").unwrap()["spec"]["version"],
+        app_version(&[("shop-a", "1.0"), ("shop-b", "2.0")])
+    );
+}
 #[test]
 fn rule_4_6_ready_keeps_its_transition_time() {
     let mut body: Value =

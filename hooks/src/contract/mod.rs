@@ -22,8 +22,8 @@ pub use composite::{CompositeRequest, CompositeResponse};
 pub use customize::{CustomizeRequest, CustomizeResponse, LabelSelector, RelatedResourceRule};
 pub use decorator::{DecoratorRequest, DecoratorResponse};
 pub use object::{
-    lenient_string, null_as_default, without, Lenient, MetaOut, Object, ObjectMeta, RawString,
-    Strings, Text,
+    lenient_string, null_as_default, without, Lenient, MetaOut, NameMeta, Object, ObjectMeta,
+    RawString, Strings, Text,
 };
 pub(crate) use object_map::object_maps;
 pub use object_map::{ObjectMap, Objects};

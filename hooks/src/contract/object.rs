@@ -8,19 +8,20 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// An object with a typed `spec` and `status`; everything else (managedFields, ...) is skipped.
+/// An object with a typed `spec`, `status` and `metadata`; everything else (managedFields, ...)
+/// is skipped. `metadata` is [`ObjectMeta`] unless only the object's name and namespace are
+/// read ([`NameMeta`]).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[serde(bound(
-    deserialize = "'de: 'a, Spec: Deserialize<'de> + Default, Status: Deserialize<'de> + Default"
-))]
-pub struct Object<'a, Spec = IgnoredAny, Status = IgnoredAny> {
+#[serde(bound(deserialize = "'de: 'a, Spec: Deserialize<'de> + Default, \
+    Status: Deserialize<'de> + Default, Meta: Deserialize<'de> + Default"))]
+pub struct Object<'a, Spec = IgnoredAny, Status = IgnoredAny, Meta = ObjectMeta<'a>> {
     #[serde(default, borrow)]
     pub api_version: Text<'a>,
     #[serde(default, borrow)]
     pub kind: Text<'a>,
-    #[serde(default, borrow, deserialize_with = "null_as_default")]
-    pub metadata: ObjectMeta<'a>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub metadata: Meta,
     #[serde(default, deserialize_with = "null_as_default")]
     pub spec: Spec,
     #[serde(default, deserialize_with = "null_as_default")]
@@ -52,6 +53,16 @@ pub struct ObjectMeta<'a> {
     /// Set while the object is being deleted.
     #[serde(default)]
     pub deletion_timestamp: Option<IgnoredAny>,
+}
+
+/// `metadata` of an object whose name and namespace are all a hook reads of it: its labels,
+/// annotations and the rest are skipped, not decoded.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct NameMeta<'a> {
+    #[serde(default, borrow)]
+    pub name: Text<'a>,
+    #[serde(default, borrow)]
+    pub namespace: Option<Text<'a>>,
 }
 
 /// A map of strings (labels, annotations) as `ObjectMeta` holds it.
@@ -192,13 +203,25 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     }
 }
 
+/// `namespace`, or `default_ns` when it is absent or empty.
+fn namespace_or<'a>(namespace: &'a Option<Text>, default_ns: &'a str) -> &'a str {
+    match namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => ns,
+        _ => default_ns,
+    }
+}
+
+impl NameMeta<'_> {
+    /// The object's namespace, or `default_ns` when it has none.
+    pub fn namespace_or<'a>(&'a self, default_ns: &'a str) -> &'a str {
+        namespace_or(&self.namespace, default_ns)
+    }
+}
+
 impl ObjectMeta<'_> {
     /// The object's namespace, or `default_ns` when it has none.
     pub fn namespace_or<'a>(&'a self, default_ns: &'a str) -> &'a str {
-        match self.namespace.as_deref() {
-            Some(ns) if !ns.is_empty() => ns,
-            _ => default_ns,
-        }
+        namespace_or(&self.namespace, default_ns)
     }
 
     pub fn is_terminating(&self) -> bool {
