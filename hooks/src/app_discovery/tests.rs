@@ -501,6 +501,7 @@ fn rule_4_2_workload_metadata_not_read_is_not_checked() {
         app_version(&[("shop-a", "1.0"), ("shop-b", "2.0")])
     );
 }
+
 #[test]
 fn rule_4_6_ready_keeps_its_transition_time() {
     let mut body: Value =
