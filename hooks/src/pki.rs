@@ -17,7 +17,7 @@ use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::pem::Pem;
 use x509_parser::prelude::FromDer;
-use x509_parser::x509::SubjectPublicKeyInfo;
+use x509_parser::x509::{SubjectPublicKeyInfo, X509Name};
 
 /// Why a CA (or a leaf) cannot be used. Displayed texts name keys, never contents.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,6 +34,8 @@ pub enum PkiError {
     BadKey(&'static str),
     #[error("{0} does not match the certificate")]
     KeyMismatch(&'static str),
+    #[error("{0} has a subject name that cannot be written as a leaf's issuer")]
+    UnwritableSubject(&'static str),
     #[error("signing failed")]
     Signing,
     #[error("the random source gave no usable P-256 key")]
@@ -349,6 +351,9 @@ impl Ca {
         ];
         params.is_ca = IsCa::ExplicitNoCa;
         let ca = parse(&self.der).ok_or(PkiError::Signing)?;
+        if !writable_as_issuer(ca.subject()) {
+            return Err(PkiError::UnwritableSubject("ca.crt"));
+        }
         params.use_authority_key_identifier_extension = ca.extensions().iter().any(|e| {
             matches!(
                 e.parsed_extension(),
@@ -520,6 +525,21 @@ fn embedded_ec_public_key(pkcs8: &[u8]) -> Option<&[u8]> {
     None
 }
 
+/// Whether rcgen can write `name` (a CA's subject) as the issuer of a leaf. rcgen writes it again
+/// from x509-parser's reading, and its DER writer panics instead of failing on an attribute type
+/// whose first two arcs it cannot encode. x509-parser reads the first byte of an attribute type
+/// as those two arcs (`byte / 40`, `byte % 40`), so a crafted subject gives a first arc above 2.
+fn writable_as_issuer(name: &X509Name) -> bool {
+    name.iter().flat_map(|rdn| rdn.iter()).all(|attribute| {
+        attribute.attr_type().iter().is_some_and(|mut arcs| {
+            matches!((arcs.next(), arcs.next()),
+                (Some(first), Some(second)) if first <= 2
+                    && (first == 2 || second < 40)
+                    && second < u64::MAX - 80)
+        })
+    })
+}
+
 /// A self-signed CA for a MeshRootCertificate (cert-rotation.md §4.1): ECDSA P-256, CN = the
 /// MRC's name, O = its trust domain, valid 87600 h from `now`.
 pub fn generate_ca(
@@ -643,6 +663,54 @@ mod tests {
                 .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
                 .unwrap()
                 .signed_by_ca
+        );
+    }
+
+    /// Found by the fuzzer: a CA whose subject has an attribute type that x509-parser reads
+    /// with a first arc above 2 (here the O attribute's `55 04 0a`, 2.5.4.10, patched to
+    /// `95 04 0a`) made rcgen panic while it wrote the leaf's issuer. Issuing now fails with
+    /// an error naming the CA certificate.
+    #[test]
+    fn a_subject_rcgen_cannot_write_fails_issuing_without_a_panic() {
+        use base64::Engine;
+        let pair = generate_ca("mrc-a", "td", NOW, &mut rng()).unwrap();
+        let mut der = first_certificate(pair.cert_pem.as_bytes()).unwrap();
+        let organization = [0x06, 0x03, 0x55, 0x04, 0x0a];
+        let mut patched = 0;
+        for at in 0..der.len() - organization.len() {
+            if der[at..].starts_with(&organization) {
+                der[at + 2] = 0x95;
+                patched += 1;
+            }
+        }
+        assert_eq!(
+            patched, 2,
+            "the O attribute of the issuer and of the subject"
+        );
+        let base64 = base64::engine::general_purpose::STANDARD.encode(&der);
+        let lines: Vec<&str> = base64
+            .as_bytes()
+            .chunks(64)
+            .map(|line| std::str::from_utf8(line).unwrap())
+            .collect();
+        let pem = format!(
+            "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+            lines.join("\n")
+        );
+        let ca = Ca::from_secret(Some(pem.as_bytes()), Some(pair.key_pem.as_bytes()), NOW).unwrap();
+        let want = LeafRequest {
+            common_name: "x",
+            dns_names: &[],
+            uri: None,
+            validity: Duration::hours(1),
+        };
+        assert_eq!(
+            ca.issue(&want, NOW, &mut rng()),
+            Err(PkiError::UnwritableSubject("ca.crt"))
+        );
+        assert_eq!(
+            PkiError::UnwritableSubject("ca.crt").to_string(),
+            "ca.crt has a subject name that cannot be written as a leaf's issuer"
         );
     }
 
