@@ -1,5 +1,6 @@
 //! The one error type of the server and how each becomes an HTTP response. Every error body is
-//! JSON `{"error": ..., "path": ...}` (path only for undecodable requests); nothing is a 500.
+//! JSON `{"error": ..., "path": ...}` (path only for undecodable requests). Only a hook that
+//! panics (a bug, ours or a dependency's) is a 500.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -26,6 +27,9 @@ pub enum ApiError {
     NotFound,
     /// 405.
     MethodNotAllowed,
+    /// 500: the hook panicked. The answer is an error, so Metacontroller and the API server
+    /// change nothing, as when a call fails.
+    HookPanicked,
 }
 
 #[derive(Serialize)]
@@ -46,6 +50,7 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::HookPanicked => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -72,6 +77,9 @@ impl ApiError {
             ApiError::Unauthorized => "a valid Authorization: Bearer token is required".into(),
             ApiError::NotFound => "no such route; `metahooks list` shows the hooks".into(),
             ApiError::MethodNotAllowed => "hooks take POST with a JSON body".into(),
+            ApiError::HookPanicked => {
+                "the hook failed on this request (a bug in metahooks; the server log has it)".into()
+            }
         }
     }
 }

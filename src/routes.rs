@@ -13,6 +13,7 @@ use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use metahooks_hooks::memo::Memo;
 use metahooks_hooks::{Hook, HookContext, Subject, HOOKS};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -162,6 +163,11 @@ async fn handle_hook(hook: &'static Hook, state: Arc<AppState>, req: Request) ->
             .in_scope(|| tracing::debug!(status = 200, "answered"));
             response
         }
+        Err(ApiError::HookPanicked) => {
+            tracing::error_span!("hook", route = hook.id)
+                .in_scope(|| tracing::error!(status = 500, "the hook panicked"));
+            ApiError::HookPanicked.into_response()
+        }
         Err(e) => {
             tracing::info_span!("hook", route = hook.id).in_scope(|| {
                 let status = e.status().as_u16();
@@ -204,7 +210,11 @@ async fn run_hook(
         rng: &mut rng,
         memo: &state.memo,
     };
-    let output = (hook.run)(&body, &mut ctx).map_err(ApiError::BadRequest)?;
+    // A panic in a hook is a bug (ours or a dependency's). Caught here, it is answered with a
+    // 500 and logged, instead of closing the connection without an answer.
+    let output = std::panic::catch_unwind(AssertUnwindSafe(|| (hook.run)(&body, &mut ctx)))
+        .map_err(|_| ApiError::HookPanicked)?
+        .map_err(ApiError::BadRequest)?;
     let mut response = Response::new(Body::from(output.body));
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -257,5 +267,48 @@ async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<LengthLimitError>() => Err(ApiError::TooLarge { limit }),
         Err(e) => Err(ApiError::BodyRead(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metahooks_hooks::HookKind;
+
+    static PANICKING: Hook = Hook {
+        id: "test/panics",
+        kind: HookKind::CompositeSync,
+        summary: "panics on every request",
+        run: |_, _| panic!("a bug"),
+    };
+
+    /// A hook that panics gets a 500 with a JSON error, not a connection closed without an
+    /// answer, and its in-flight slot is given back.
+    #[tokio::test]
+    async fn a_panicking_hook_is_answered_500_and_frees_its_slot() {
+        let limits = Limits {
+            hook_body: 1 << 20,
+            admission_body: 1 << 20,
+            request_timeout: Duration::from_secs(5),
+            max_in_flight: 4,
+            retry_after_seconds: 1,
+            bearer_token: None,
+        };
+        let state = AppState::new(limits);
+        let req = Request::builder()
+            .method("POST")
+            .uri("/test/panics")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from("{}"))
+            .unwrap();
+        let response = handle_hook(&PANICKING, Arc::clone(&state), req).await;
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"error": ApiError::HookPanicked.message()})
+        );
+        assert_eq!(state.in_flight.available_permits(), 4);
     }
 }
