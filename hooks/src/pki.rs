@@ -676,17 +676,20 @@ mod tests {
         let pair = generate_ca("mrc-a", "td", NOW, &mut rng()).unwrap();
         let mut der = first_certificate(pair.cert_pem.as_bytes()).unwrap();
         let organization = [0x06, 0x03, 0x55, 0x04, 0x0a];
-        let mut patched = 0;
-        for at in 0..der.len() - organization.len() {
-            if der[at..].starts_with(&organization) {
-                der[at + 2] = 0x95;
-                patched += 1;
-            }
-        }
+        let found: Vec<usize> = der
+            .windows(organization.len())
+            .enumerate()
+            .filter(|(_, window)| *window == organization)
+            .map(|(at, _)| at)
+            .collect();
         assert_eq!(
-            patched, 2,
+            found.len(),
+            2,
             "the O attribute of the issuer and of the subject"
         );
+        for at in found {
+            der[at + 2] = 0x95;
+        }
         let base64 = base64::engine::general_purpose::STANDARD.encode(&der);
         let lines: Vec<&str> = base64
             .as_bytes()
