@@ -85,14 +85,17 @@ impl PreviousConditions {
 /// RFC 3339 in UTC with whole seconds and `Z`, as Kubernetes writes timestamps.
 pub fn rfc3339(t: OffsetDateTime) -> String {
     let fmt = format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
-    t.to_offset(UtcOffset::UTC)
-        .format(&fmt)
-        .unwrap_or_else(|_| String::from("1970-01-01T00:00:00Z"))
+    t.checked_to_offset(UtcOffset::UTC)
+        .and_then(|t| t.format(&fmt).ok())
+        .unwrap_or_else(|| String::from("1970-01-01T00:00:00Z"))
 }
 
-/// Parses an RFC 3339 timestamp (fractions and offsets allowed).
+/// Parses an RFC 3339 timestamp (fractions and offsets allowed) into UTC. A time that UTC
+/// cannot hold (`9999-12-31T23:00:00-05:00` is in the year 10000 there) is not one.
 pub fn parse_rfc3339(s: &str) -> Option<OffsetDateTime> {
-    OffsetDateTime::parse(s, &Rfc3339).ok()
+    OffsetDateTime::parse(s, &Rfc3339)
+        .ok()?
+        .checked_to_offset(UtcOffset::UTC)
 }
 
 /// Lower-case hex SHA-256.
@@ -227,6 +230,10 @@ mod tests {
     fn timestamps_round_trip() {
         let t = parse_rfc3339("2026-03-04T05:06:07.123+01:00").unwrap();
         assert_eq!(rfc3339(t), "2026-03-04T04:06:07Z");
+        assert_eq!(t.offset(), UtcOffset::UTC);
         assert!(parse_rfc3339("yesterday").is_none());
+        // In UTC this is in the year 10000, which no timestamp here can hold.
+        assert!(parse_rfc3339("9999-12-31T23:00:00-05:00").is_none());
+        assert!(parse_rfc3339("9999-12-31T23:00:00Z").is_some());
     }
 }

@@ -36,6 +36,8 @@ pub enum PkiError {
     KeyMismatch(&'static str),
     #[error("{0} has a subject name that cannot be written as a leaf's issuer")]
     UnwritableSubject(&'static str),
+    #[error("the certificate would end after the year 9999")]
+    EndOutOfRange,
     #[error("signing failed")]
     Signing,
     #[error("the random source gave no usable P-256 key")]
@@ -332,7 +334,10 @@ impl Ca {
         rng: &mut dyn CryptoRngCore,
     ) -> Result<PemPair, PkiError> {
         let key = new_p256_key(rng)?;
-        let mut params = new_params(leaf.common_name, now, now + leaf.validity, rng);
+        let not_after = now
+            .checked_add(leaf.validity)
+            .ok_or(PkiError::EndOutOfRange)?;
+        let mut params = new_params(leaf.common_name, now, not_after, rng);
         for name in leaf.dns_names_or_common_name() {
             let san = name.to_owned().try_into().map_err(|_| PkiError::Signing)?;
             params.subject_alt_names.push(SanType::DnsName(san));
@@ -549,7 +554,10 @@ pub fn generate_ca(
     rng: &mut dyn CryptoRngCore,
 ) -> Result<PemPair, PkiError> {
     let key = new_p256_key(rng)?;
-    let mut params = new_params(common_name, now, now + Duration::hours(87_600), rng);
+    let not_after = now
+        .checked_add(Duration::hours(87_600))
+        .ok_or(PkiError::EndOutOfRange)?;
+    let mut params = new_params(common_name, now, not_after, rng);
     params
         .distinguished_name
         .push(DnType::OrganizationName, organization);
@@ -714,6 +722,33 @@ mod tests {
         assert_eq!(
             PkiError::UnwritableSubject("ca.crt").to_string(),
             "ca.crt has a subject name that cannot be written as a leaf's issuer"
+        );
+    }
+
+    /// A leaf or a CA whose end would fall after the year 9999 is an error, not a panic.
+    #[test]
+    fn an_end_after_the_year_9999_is_an_error() {
+        let late = datetime!(9999-12-31 00:00:00 UTC);
+        assert_eq!(
+            generate_ca("a", "td", late, &mut rng()),
+            Err(PkiError::EndOutOfRange)
+        );
+        let pair = generate_ca("a", "td", NOW, &mut rng()).unwrap();
+        let ca = Ca::from_secret(
+            Some(pair.cert_pem.as_bytes()),
+            Some(pair.key_pem.as_bytes()),
+            NOW,
+        )
+        .unwrap();
+        let want = LeafRequest {
+            common_name: "x",
+            dns_names: &[],
+            uri: None,
+            validity: Duration::hours(24),
+        };
+        assert_eq!(
+            ca.issue(&want, late, &mut rng()),
+            Err(PkiError::EndOutOfRange)
         );
     }
 

@@ -224,7 +224,9 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
         let single =
             kacr.metadata.annotations.get(APP_TYPE).map(Text::as_str) == Some("single-service");
         let window = if single { 0 } else { timeout };
-        let due_at = created + time::Duration::seconds(i64::try_from(window).unwrap_or(i64::MAX));
+        // A window that ends after the year 9999 ends then: the request waits.
+        let window = time::Duration::seconds(i64::try_from(window).unwrap_or(i64::MAX));
+        let due_at = created.saturating_add(window);
         if single || now > due_at {
             due.entry(app_name).or_default().push(i);
             outcomes.push(Outcome::Due(app_name, due_at));

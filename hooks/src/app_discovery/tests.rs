@@ -333,6 +333,43 @@ fn rule_5_bad_timestamp_is_kept_and_reported() {
         .contains("creationTimestamp"));
 }
 
+/// Times at the edge of what a timestamp holds are answered, never a panic: a window that
+/// would end after the year 9999 keeps its request waiting until then, and a creation time
+/// that is in the year 10000 once in UTC is reported as a bad timestamp.
+#[test]
+fn rule_5_times_past_the_year_9999_are_no_panic() {
+    let mut long_window = spec();
+    long_window["timeoutSeconds"] = json!(1_000_000_000_000_000u64);
+    let body = request(
+        long_window,
+        vec![kacr("k", json!("shop"), "2026-06-01T11:59:45Z", false)],
+        vec![],
+        vec![],
+        vec![],
+    );
+    let resp = run(&body);
+    assert!(child(&resp, "KeptnAppCreationRequest", "k").is_some());
+    assert!(child(&resp, "KeptnApp", "shop").is_none());
+    assert_eq!(
+        resp["status"]["pendingRequests"][0]["dueAt"],
+        "9999-12-31T23:59:59Z"
+    );
+
+    let body = request(
+        spec(),
+        vec![kacr("k", json!("shop"), "9999-12-31T23:00:00-05:00", false)],
+        vec![],
+        vec![],
+        vec![],
+    );
+    let resp = run(&body);
+    assert!(child(&resp, "KeptnAppCreationRequest", "k").is_some());
+    assert!(resp["status"]["conditions"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("creationTimestamp"));
+}
+
 #[test]
 fn rule_4_2_workload_without_version_holds_its_app() {
     let existing = app(

@@ -1,7 +1,7 @@
 //! The CertificateManager spec, validated (cert-rotation.md §3.1 step 1).
 
 use crate::json::Json;
-use crate::mesh_root_certificate::model::{parse_validity, DEFAULT_VALIDITY};
+use crate::mesh_root_certificate::model::{parse_validity, BadValidity, DEFAULT_VALIDITY};
 use crate::meta::is_dns1123_subdomain;
 use std::collections::HashSet;
 use time::Duration;
@@ -76,8 +76,11 @@ pub fn parse(spec: &Json) -> Result<ManagerSpec, String> {
         };
         let validity = match entry.get("validity") {
             None | Some(Json::Null) => DEFAULT_VALIDITY,
-            Some(Json::String(s)) => parse_validity(s).ok_or_else(|| {
-                format!("{at}.validity '{s}' is not a duration such as 24h or 1h30m")
+            Some(Json::String(s)) => parse_validity(s).map_err(|bad| match bad {
+                BadValidity::NotADuration => {
+                    format!("{at}.validity '{s}' is not a duration such as 24h or 1h30m")
+                }
+                BadValidity::TooLong => format!("{at}.validity '{s}' is longer than 87600h"),
             })?,
             Some(_) => {
                 return Err(format!(
@@ -105,7 +108,7 @@ pub fn longest_validity(spec: &Json) -> Option<Duration> {
         .iter()
         .filter_map(|c| match c.get("validity") {
             None | Some(Json::Null) => Some(DEFAULT_VALIDITY),
-            Some(v) => v.as_str().and_then(parse_validity),
+            Some(v) => v.as_str().and_then(|s| parse_validity(s).ok()),
         })
         .max()
 }
@@ -159,6 +162,10 @@ mod tests {
                 json!({"trustBundle": {"configMapName": "b"}, "certificates": [{"secretName": "a", "commonName": "x", "validity": "1d"}]}),
                 "spec.certificates[0].validity '1d' is not a duration such as 24h or 1h30m",
             ),
+            (
+                json!({"trustBundle": {"configMapName": "b"}, "certificates": [{"secretName": "a", "commonName": "x", "validity": "99999999999h"}]}),
+                "spec.certificates[0].validity '99999999999h' is longer than 87600h",
+            ),
         ];
         for (spec, message) in cases {
             assert_eq!(parse(&Json::from(spec)), Err(message.to_owned()));
@@ -171,5 +178,8 @@ mod tests {
             Json::from(json!({"certificates": [{"validity": "2h"}, {}, {"validity": "bogus"}]}));
         assert_eq!(longest_validity(&spec), Some(Duration::hours(24)));
         assert_eq!(longest_validity(&Json::from(json!({}))), None);
+        // Too long is invalid, as "bogus" is: that manager issues nothing with it.
+        let spec = Json::from(json!({"certificates": [{"validity": "99999999999h"}]}));
+        assert_eq!(longest_validity(&spec), None);
     }
 }

@@ -327,7 +327,7 @@ fn issue<'a>(
                 Ok(pair) => (
                     DataValue::Made(b64(pair.cert_pem.as_bytes())),
                     DataValue::Made(b64(pair.key_pem.as_bytes())),
-                    now + cert.validity - cert.validity / 3,
+                    now.saturating_add(cert.validity) - cert.validity / 3,
                 ),
                 Err(e) => {
                     return freeze(

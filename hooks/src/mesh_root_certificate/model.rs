@@ -238,8 +238,23 @@ pub fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// A leaf `validity`: one or more `<integer><h|m|s>` groups; under 10 minutes counts as 10.
-pub fn parse_validity(s: &str) -> Option<Duration> {
+/// The longest leaf `validity` accepted: 87600h, ten years, the lifetime of the CAs the MRC hook
+/// makes. A longer one is an invalid spec, which also keeps every leaf's end inside the dates a
+/// certificate can hold.
+pub const MAX_VALIDITY: Duration = Duration::hours(87_600);
+
+/// Why a `validity` text is not a leaf validity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadValidity {
+    /// Not one or more `<integer><h|m|s>` groups.
+    NotADuration,
+    /// Longer than [`MAX_VALIDITY`].
+    TooLong,
+}
+
+/// A leaf `validity`: one or more `<integer><h|m|s>` groups; under 10 minutes counts as 10, over
+/// [`MAX_VALIDITY`] is refused.
+pub fn parse_validity(s: &str) -> Result<Duration, BadValidity> {
     let mut total: i64 = 0;
     let mut digits = String::new();
     for c in s.chars() {
@@ -247,20 +262,31 @@ pub fn parse_validity(s: &str) -> Option<Duration> {
             digits.push(c);
             continue;
         }
-        let n: i64 = digits.parse().ok()?;
-        digits.clear();
         let unit = match c {
             'h' => 3600,
             'm' => 60,
             's' => 1,
-            _ => return None,
+            _ => return Err(BadValidity::NotADuration),
         };
-        total = total.checked_add(n.checked_mul(unit)?)?;
+        if digits.is_empty() {
+            return Err(BadValidity::NotADuration);
+        }
+        // Digits only, so only a number too large for an i64 fails to parse.
+        let n: i64 = digits.parse().map_err(|_| BadValidity::TooLong)?;
+        digits.clear();
+        total = n
+            .checked_mul(unit)
+            .and_then(|seconds| total.checked_add(seconds))
+            .ok_or(BadValidity::TooLong)?;
     }
     if !digits.is_empty() || s.is_empty() {
-        return None;
+        return Err(BadValidity::NotADuration);
     }
-    Some(Duration::seconds(total.max(600)))
+    let validity = Duration::seconds(total.max(600));
+    if validity > MAX_VALIDITY {
+        return Err(BadValidity::TooLong);
+    }
+    Ok(validity)
 }
 
 /// The default leaf validity.
@@ -324,12 +350,29 @@ mod tests {
 
     #[test]
     fn rule_3_4_validity_groups_and_floor() {
-        assert_eq!(parse_validity("24h"), Some(Duration::hours(24)));
-        assert_eq!(parse_validity("1h30m"), Some(Duration::minutes(90)));
-        assert_eq!(parse_validity("90s"), Some(Duration::minutes(10)));
-        assert_eq!(parse_validity("0h"), Some(Duration::minutes(10)));
-        for bad in ["", "24", "h", "1d", "1.5h", "-1h"] {
-            assert_eq!(parse_validity(bad), None, "{bad}");
+        assert_eq!(parse_validity("24h"), Ok(Duration::hours(24)));
+        assert_eq!(parse_validity("1h30m"), Ok(Duration::minutes(90)));
+        assert_eq!(parse_validity("90s"), Ok(Duration::minutes(10)));
+        assert_eq!(parse_validity("0h"), Ok(Duration::minutes(10)));
+        for bad in ["", "24", "h", "1d", "1.5h", "-1h", "1hm"] {
+            assert_eq!(parse_validity(bad), Err(BadValidity::NotADuration), "{bad}");
+        }
+    }
+
+    /// Up to ten years; longer, even past what an i64 of seconds holds, is refused as too long
+    /// instead of overflowing the leaf's end date.
+    #[test]
+    fn validity_at_most_ten_years() {
+        assert_eq!(parse_validity("87600h"), Ok(MAX_VALIDITY));
+        assert_eq!(parse_validity("87599h60m"), Ok(MAX_VALIDITY));
+        for long in [
+            "87600h1s",
+            "99999999999h",
+            "9223372036854775807s",
+            "2562047788015216h",
+            "99999999999999999999h",
+        ] {
+            assert_eq!(parse_validity(long), Err(BadValidity::TooLong), "{long}");
         }
     }
 

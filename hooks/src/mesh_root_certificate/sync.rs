@@ -209,7 +209,7 @@ fn grace_left(req: &SyncRequest, ns: &str, in_use: &Condition, now: OffsetDateTi
         .max()
         .unwrap_or(Duration::ZERO);
     let since = parse_rfc3339(&in_use.last_transition_time).unwrap_or(now);
-    let left = since + grace - now;
+    let left = since.saturating_add(grace) - now;
     (left > Duration::ZERO).then(|| left.as_seconds_f64().ceil().max(1.0) as u64)
 }
 

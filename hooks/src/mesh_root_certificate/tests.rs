@@ -267,6 +267,18 @@ fn rule_4_3_validating_rollback_waits_out_the_grace() {
     );
     assert_eq!(resp["status"]["state"], "inactive");
     assert!(resp.get("resyncAfterSeconds").is_none());
+    // A transition time so late that the grace would end after the year 9999: the grace ends
+    // then (still rolling back), never a panic.
+    x["status"]["conditions"][1]["lastTransitionTime"] = json!("9999-12-31T23:00:00Z");
+    let resp = run(
+        &x,
+        std::slice::from_ref(&secret),
+        std::slice::from_ref(&x),
+        &[manager(Some("y"), Some("y"))],
+        &[],
+    );
+    assert_eq!(resp["status"]["state"], "validatingRollback");
+    assert!(resp["resyncAfterSeconds"].as_u64().unwrap() > 7200);
 }
 
 #[test]
