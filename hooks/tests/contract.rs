@@ -4,6 +4,7 @@
 use metahooks_hooks::contract::{
     decode, AdmissionResponse, CompositeRequest, CompositeResponse, CustomizeResponse,
     DecoratorRequest, DecoratorResponse, Object, ObjectMap, PatchOp, RelatedResourceRule,
+    MAX_RESYNC_AFTER_SECONDS,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -112,6 +113,35 @@ fn decorator_response_has_exactly_the_contract_fields() {
     assert_eq!(
         serde_json::to_string(&keep).unwrap(),
         r#"{"attachments":[]}"#
+    );
+}
+
+/// A resync further away than a day is asked for in a day (the hook asks again then): a delay
+/// Metacontroller's Go `time.Duration` cannot hold would come out negative and loop.
+#[test]
+fn resync_after_seconds_is_at_most_a_day() {
+    let composite: CompositeResponse<Value, Value> = CompositeResponse {
+        status: json!({}),
+        children: vec![],
+        resync_after_seconds: Some(251_621_985_600),
+        finalized: None,
+    };
+    assert_eq!(
+        serde_json::to_value(&composite).unwrap()["resyncAfterSeconds"],
+        MAX_RESYNC_AFTER_SECONDS
+    );
+    assert_eq!(MAX_RESYNC_AFTER_SECONDS, 86_400);
+    let decorator: DecoratorResponse<Value, Value> = DecoratorResponse {
+        labels: None,
+        annotations: None,
+        status: None,
+        attachments: vec![],
+        resync_after_seconds: Some(86_401),
+        finalized: None,
+    };
+    assert_eq!(
+        serde_json::to_value(&decorator).unwrap()["resyncAfterSeconds"],
+        86_400
     );
 }
 

@@ -40,7 +40,12 @@ pub struct CompositeResponse<Status, Child> {
     pub status: Status,
     pub children: Vec<Child>,
     /// One extra sync after this many seconds; an integer so it never decodes as a float.
-    #[serde(rename = "resyncAfterSeconds", skip_serializing_if = "Option::is_none")]
+    /// Written as at most [`super::MAX_RESYNC_AFTER_SECONDS`].
+    #[serde(
+        rename = "resyncAfterSeconds",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "super::capped_resync"
+    )]
     pub resync_after_seconds: Option<u64>,
     /// Finalize only: the controller finalizer may go.
     #[serde(skip_serializing_if = "Option::is_none")]

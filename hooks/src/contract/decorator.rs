@@ -38,7 +38,12 @@ pub struct DecoratorResponse<Status, Attachment> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
     pub attachments: Vec<Attachment>,
-    #[serde(rename = "resyncAfterSeconds", skip_serializing_if = "Option::is_none")]
+    /// At most [`super::MAX_RESYNC_AFTER_SECONDS`], as for composite hooks.
+    #[serde(
+        rename = "resyncAfterSeconds",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "super::capped_resync"
+    )]
     pub resync_after_seconds: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finalized: Option<bool>,

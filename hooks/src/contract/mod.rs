@@ -121,6 +121,22 @@ fn redact_strings(message: &str) -> String {
     out
 }
 
+/// The longest `resyncAfterSeconds` a response asks for: one day. Metacontroller turns the
+/// seconds into a Go `time.Duration`, int64 nanoseconds, which cannot hold more than about 292
+/// years; past that the conversion's result is implementation-dependent (a negative delay on
+/// amd64, which re-queues at once), and a hook asking the same again would sync in a loop. A
+/// later deadline (a discovery window, a leaf's renewal years away) is reached by daily
+/// resyncs, each asking again.
+pub const MAX_RESYNC_AFTER_SECONDS: u64 = 86_400;
+
+/// Writes a `resyncAfterSeconds` capped at [`MAX_RESYNC_AFTER_SECONDS`].
+fn capped_resync<S: serde::Serializer>(seconds: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match seconds {
+        Some(n) => s.serialize_u64((*n).min(MAX_RESYNC_AFTER_SECONDS)),
+        None => s.serialize_none(),
+    }
+}
+
 /// Encodes a response. The wire types serialize infallibly (string keys, no floats that could be
 /// NaN), so a failure here is a programming error reported as a request error rather than a panic.
 pub fn encode<T: Serialize>(response: &T) -> Result<Vec<u8>, RequestError> {
