@@ -545,8 +545,11 @@ fn writable_as_issuer(name: &X509Name) -> bool {
     })
 }
 
+/// How long a CA made by [`generate_ca`] is valid: 87600 h, ten years.
+pub const CA_VALIDITY: Duration = Duration::hours(87_600);
+
 /// A self-signed CA for a MeshRootCertificate (cert-rotation.md §4.1): ECDSA P-256, CN = the
-/// MRC's name, O = its trust domain, valid 87600 h from `now`.
+/// MRC's name, O = its trust domain, valid [`CA_VALIDITY`] from `now`.
 pub fn generate_ca(
     common_name: &str,
     organization: &str,
@@ -555,7 +558,7 @@ pub fn generate_ca(
 ) -> Result<PemPair, PkiError> {
     let key = new_p256_key(rng)?;
     let not_after = now
-        .checked_add(Duration::hours(87_600))
+        .checked_add(CA_VALIDITY)
         .ok_or(PkiError::EndOutOfRange)?;
     let mut params = new_params(common_name, now, not_after, rng);
     params

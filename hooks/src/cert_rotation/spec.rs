@@ -1,7 +1,9 @@
 //! The CertificateManager spec, validated (cert-rotation.md §3.1 step 1).
 
 use crate::json::Json;
-use crate::mesh_root_certificate::model::{parse_validity, BadValidity, DEFAULT_VALIDITY};
+use crate::mesh_root_certificate::model::{
+    parse_validity, BadValidity, DEFAULT_VALIDITY, MAX_VALIDITY,
+};
 use crate::meta::is_dns1123_subdomain;
 use std::collections::HashSet;
 use time::Duration;
@@ -80,7 +82,10 @@ pub fn parse(spec: &Json) -> Result<ManagerSpec, String> {
                 BadValidity::NotADuration => {
                     format!("{at}.validity '{s}' is not a duration such as 24h or 1h30m")
                 }
-                BadValidity::TooLong => format!("{at}.validity '{s}' is longer than 87600h"),
+                BadValidity::TooLong => format!(
+                    "{at}.validity '{s}' is longer than {}h",
+                    MAX_VALIDITY.whole_hours()
+                ),
             })?,
             Some(_) => {
                 return Err(format!(

@@ -238,10 +238,10 @@ pub fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// The longest leaf `validity` accepted: 87600h, ten years, the lifetime of the CAs the MRC hook
-/// makes. A longer one is an invalid spec, which also keeps every leaf's end inside the dates a
+/// The longest leaf `validity` accepted: the lifetime of the CAs the MRC hook makes (87600h).
+/// A longer one is an invalid spec, which also keeps every leaf's end inside the dates a
 /// certificate can hold.
-pub const MAX_VALIDITY: Duration = Duration::hours(87_600);
+pub const MAX_VALIDITY: Duration = crate::pki::CA_VALIDITY;
 
 /// Why a `validity` text is not a leaf validity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
