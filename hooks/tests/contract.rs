@@ -116,10 +116,10 @@ fn decorator_response_has_exactly_the_contract_fields() {
     );
 }
 
-/// A resync further away than a day is asked for in a day (the hook asks again then): a delay
-/// Metacontroller's Go `time.Duration` cannot hold would come out negative and loop.
+/// A resync further away than 100 years is asked for in 100 years: a delay Metacontroller's Go
+/// `time.Duration` cannot hold (over about 292 years) would come out negative and loop.
 #[test]
-fn resync_after_seconds_is_at_most_a_day() {
+fn resync_after_seconds_is_at_most_a_century() {
     let composite: CompositeResponse<Value, Value> = CompositeResponse {
         status: json!({}),
         children: vec![],
@@ -130,18 +130,27 @@ fn resync_after_seconds_is_at_most_a_day() {
         serde_json::to_value(&composite).unwrap()["resyncAfterSeconds"],
         MAX_RESYNC_AFTER_SECONDS
     );
-    assert_eq!(MAX_RESYNC_AFTER_SECONDS, 86_400);
+    assert_eq!(MAX_RESYNC_AFTER_SECONDS, 3_153_600_000);
     let decorator: DecoratorResponse<Value, Value> = DecoratorResponse {
         labels: None,
         annotations: None,
         status: None,
         attachments: vec![],
-        resync_after_seconds: Some(86_401),
+        resync_after_seconds: Some(3_153_600_001),
         finalized: None,
     };
     assert_eq!(
         serde_json::to_value(&decorator).unwrap()["resyncAfterSeconds"],
-        86_400
+        3_153_600_000u64
+    );
+    // Ten years, the longest a valid spec leads to, is written as it is.
+    let ten_years: DecoratorResponse<Value, Value> = DecoratorResponse {
+        resync_after_seconds: Some(315_360_000),
+        ..decorator
+    };
+    assert_eq!(
+        serde_json::to_value(&ten_years).unwrap()["resyncAfterSeconds"],
+        315_360_000
     );
 }
 

@@ -121,13 +121,13 @@ fn redact_strings(message: &str) -> String {
     out
 }
 
-/// The longest `resyncAfterSeconds` a response asks for: one day. Metacontroller turns the
-/// seconds into a Go `time.Duration`, int64 nanoseconds, which cannot hold more than about 292
-/// years; past that the conversion's result is implementation-dependent (a negative delay on
-/// amd64, which re-queues at once), and a hook asking the same again would sync in a loop. A
-/// later deadline (a discovery window, a leaf's renewal years away) is reached by daily
-/// resyncs, each asking again.
-pub const MAX_RESYNC_AFTER_SECONDS: u64 = 86_400;
+/// The longest `resyncAfterSeconds` a response asks for: 100 years of 365 days. Metacontroller
+/// turns the seconds into a Go `time.Duration`, int64 nanoseconds, which cannot hold more than
+/// about 292 years; past that the conversion's result is implementation-dependent (a negative
+/// delay on amd64, which re-queues at once), and a hook asking the same again would sync in a
+/// loop. Every delay a valid spec leads to is shorter (a leaf's renewal and an MRC's grace are
+/// at most ten years); only a discovery window of over a century is cut, and asked again then.
+pub const MAX_RESYNC_AFTER_SECONDS: u64 = 100 * 365 * 86_400;
 
 /// Writes a `resyncAfterSeconds` capped at [`MAX_RESYNC_AFTER_SECONDS`].
 fn capped_resync<S: serde::Serializer>(seconds: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
