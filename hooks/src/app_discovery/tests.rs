@@ -316,28 +316,33 @@ fn rule_5_malformed_request_never_drops_a_managed_app() {
     }
 }
 
+/// The second time is in the year 10000 once in UTC, which no timestamp here holds (it was a
+/// panic): reported as a bad timestamp too.
 #[test]
 fn rule_5_bad_timestamp_is_kept_and_reported() {
-    let body = request(
-        spec(),
-        vec![kacr("k", json!("shop"), "yesterday", false)],
-        vec![],
-        vec![],
-        vec![],
-    );
-    let resp = run(&body);
-    assert!(child(&resp, "KeptnAppCreationRequest", "k").is_some());
-    assert!(resp["status"]["conditions"][0]["message"]
-        .as_str()
-        .unwrap()
-        .contains("creationTimestamp"));
+    for created in ["yesterday", "9999-12-31T23:00:00-05:00"] {
+        let body = request(
+            spec(),
+            vec![kacr("k", json!("shop"), created, false)],
+            vec![],
+            vec![],
+            vec![],
+        );
+        let resp = run(&body);
+        assert!(child(&resp, "KeptnAppCreationRequest", "k").is_some());
+        assert!(
+            resp["status"]["conditions"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("creationTimestamp"),
+            "{created}"
+        );
+    }
 }
 
-/// Times at the edge of what a timestamp holds are answered, never a panic: a window that
-/// would end after the year 9999 keeps its request waiting until then, and a creation time
-/// that is in the year 10000 once in UTC is reported as a bad timestamp.
+/// A window that would end after the year 9999 (it was a panic) ends then: the request waits.
 #[test]
-fn rule_5_times_past_the_year_9999_are_no_panic() {
+fn rule_4_1_window_past_the_year_9999_waits() {
     let mut long_window = spec();
     long_window["timeoutSeconds"] = json!(1_000_000_000_000_000u64);
     let body = request(
@@ -354,20 +359,6 @@ fn rule_5_times_past_the_year_9999_are_no_panic() {
         resp["status"]["pendingRequests"][0]["dueAt"],
         "9999-12-31T23:59:59Z"
     );
-
-    let body = request(
-        spec(),
-        vec![kacr("k", json!("shop"), "9999-12-31T23:00:00-05:00", false)],
-        vec![],
-        vec![],
-        vec![],
-    );
-    let resp = run(&body);
-    assert!(child(&resp, "KeptnAppCreationRequest", "k").is_some());
-    assert!(resp["status"]["conditions"][0]["message"]
-        .as_str()
-        .unwrap()
-        .contains("creationTimestamp"));
 }
 
 #[test]
