@@ -628,18 +628,33 @@ mod tests {
         rand_core::OsRng
     }
 
+    /// The CA of a generated pair, checked at `NOW`.
+    fn checked(pair: &PemPair) -> Ca {
+        Ca::from_secret(
+            Some(pair.cert_pem.as_bytes()),
+            Some(pair.key_pem.as_bytes()),
+            NOW,
+        )
+        .unwrap()
+    }
+
+    /// A leaf named `x` and nothing else, valid for `validity`.
+    fn plain_leaf(validity: Duration) -> LeafRequest<'static> {
+        LeafRequest {
+            common_name: "x",
+            dns_names: &[],
+            uri: None,
+            validity,
+        }
+    }
+
     #[test]
     fn generated_ca_is_usable_and_issues_verifiable_leaves() {
         let pair = generate_ca("mrc-a", "cluster.local", NOW, &mut rng()).unwrap();
         assert!(pair.key_pem.starts_with("-----BEGIN PRIVATE KEY-----\n"));
         assert!(pair.cert_pem.ends_with("-----\n"));
         assert!(pair.cert_pem.lines().all(|l| l.len() <= 64));
-        let ca = Ca::from_secret(
-            Some(pair.cert_pem.as_bytes()),
-            Some(pair.key_pem.as_bytes()),
-            NOW,
-        )
-        .unwrap();
+        let ca = checked(&pair);
         let names = vec!["a.svc".to_owned(), "b.svc".to_owned()];
         let leaf = ca
             .issue(
@@ -663,12 +678,7 @@ mod tests {
         assert_eq!(facts.not_after - facts.not_before, Duration::hours(24));
         // Another CA did not sign it.
         let other = generate_ca("mrc-b", "cluster.local", NOW, &mut rng()).unwrap();
-        let other = Ca::from_secret(
-            Some(other.cert_pem.as_bytes()),
-            Some(other.key_pem.as_bytes()),
-            NOW,
-        )
-        .unwrap();
+        let other = checked(&other);
         assert!(
             !other
                 .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
@@ -683,7 +693,6 @@ mod tests {
     /// an error naming the CA certificate.
     #[test]
     fn a_subject_rcgen_cannot_write_fails_issuing_without_a_panic() {
-        use base64::Engine;
         let pair = generate_ca("mrc-a", "td", NOW, &mut rng()).unwrap();
         let mut der = first_certificate(pair.cert_pem.as_bytes()).unwrap();
         let organization = [0x06, 0x03, 0x55, 0x04, 0x0a];
@@ -701,23 +710,9 @@ mod tests {
         for at in found {
             der[at + 2] = 0x95;
         }
-        let base64 = base64::engine::general_purpose::STANDARD.encode(&der);
-        let lines: Vec<&str> = base64
-            .as_bytes()
-            .chunks(64)
-            .map(|line| std::str::from_utf8(line).unwrap())
-            .collect();
-        let pem = format!(
-            "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
-            lines.join("\n")
-        );
+        let pem = pem_of(&der);
         let ca = Ca::from_secret(Some(pem.as_bytes()), Some(pair.key_pem.as_bytes()), NOW).unwrap();
-        let want = LeafRequest {
-            common_name: "x",
-            dns_names: &[],
-            uri: None,
-            validity: Duration::hours(1),
-        };
+        let want = plain_leaf(Duration::hours(1));
         assert_eq!(
             ca.issue(&want, NOW, &mut rng()),
             Err(PkiError::UnwritableSubject("ca.crt"))
@@ -737,18 +732,8 @@ mod tests {
             Err(PkiError::EndOutOfRange)
         );
         let pair = generate_ca("a", "td", NOW, &mut rng()).unwrap();
-        let ca = Ca::from_secret(
-            Some(pair.cert_pem.as_bytes()),
-            Some(pair.key_pem.as_bytes()),
-            NOW,
-        )
-        .unwrap();
-        let want = LeafRequest {
-            common_name: "x",
-            dns_names: &[],
-            uri: None,
-            validity: Duration::hours(24),
-        };
+        let ca = checked(&pair);
+        let want = plain_leaf(Duration::hours(24));
         assert_eq!(
             ca.issue(&want, late, &mut rng()),
             Err(PkiError::EndOutOfRange)
@@ -791,19 +776,9 @@ mod tests {
             PkiError::Expired("ca.crt")
         );
         // A leaf is not a CA.
-        let ca =
-            Ca::from_secret(Some(a.cert_pem.as_bytes()), Some(a.key_pem.as_bytes()), NOW).unwrap();
+        let ca = checked(&a);
         let leaf = ca
-            .issue(
-                &LeafRequest {
-                    common_name: "x",
-                    dns_names: &[],
-                    uri: None,
-                    validity: Duration::hours(1),
-                },
-                NOW,
-                &mut rng(),
-            )
+            .issue(&plain_leaf(Duration::hours(1)), NOW, &mut rng())
             .unwrap();
         assert_eq!(
             check(Some(&leaf.cert_pem), Some(&leaf.key_pem), NOW),
@@ -815,14 +790,8 @@ mod tests {
     #[test]
     fn mismatched_or_broken_leaf_keys_are_not_kept() {
         let a = generate_ca("a", "td", NOW, &mut rng()).unwrap();
-        let ca =
-            Ca::from_secret(Some(a.cert_pem.as_bytes()), Some(a.key_pem.as_bytes()), NOW).unwrap();
-        let req = LeafRequest {
-            common_name: "x",
-            dns_names: &[],
-            uri: None,
-            validity: Duration::hours(1),
-        };
+        let ca = checked(&a);
+        let req = plain_leaf(Duration::hours(1));
         let one = ca.issue(&req, NOW, &mut rng()).unwrap();
         let two = ca.issue(&req, NOW, &mut rng()).unwrap();
         assert!(ca
@@ -909,8 +878,7 @@ mod tests {
         use base64::Engine;
         let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
         let a = generate_ca("a", "td", NOW, &mut rng()).unwrap();
-        let ca =
-            Ca::from_secret(Some(a.cert_pem.as_bytes()), Some(a.key_pem.as_bytes()), NOW).unwrap();
+        let ca = checked(&a);
         let want = LeafRequest {
             common_name: "a.ns.cluster.local",
             dns_names: &[],
@@ -963,8 +931,7 @@ mod tests {
         let other_key = b64(&ca.issue(&want, NOW, &mut rng()).unwrap().key_pem);
         assert_eq!(ca.issued_leaf(&crt, &other_key, &want, &memo), None);
         let b = generate_ca("a", "td", NOW, &mut rng()).unwrap();
-        let b =
-            Ca::from_secret(Some(b.cert_pem.as_bytes()), Some(b.key_pem.as_bytes()), NOW).unwrap();
+        let b = checked(&b);
         assert_eq!(b.issued_leaf(&crt, &key, &want, &memo), None);
         assert_eq!(memo.len(), 1, "failures are not stored");
     }
