@@ -286,15 +286,8 @@ mod tests {
     /// answer, and its in-flight slot is given back.
     #[tokio::test]
     async fn a_panicking_hook_is_answered_500_and_frees_its_slot() {
-        let limits = Limits {
-            hook_body: 1 << 20,
-            admission_body: 1 << 20,
-            request_timeout: Duration::from_secs(5),
-            max_in_flight: 4,
-            retry_after_seconds: 1,
-            bearer_token: None,
-        };
-        let state = AppState::new(limits);
+        let config = crate::config::ServeConfig::from_args(&["--max-in-flight", "4"]).unwrap();
+        let state = AppState::new(Limits::from(&config));
         let req = Request::builder()
             .method("POST")
             .uri("/test/panics")
