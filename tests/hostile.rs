@@ -71,3 +71,125 @@ fn hostile_bodies_get_a_clear_400_on_every_route() {
     }
     assert_eq!(get(&server, "/healthz").status, 200, "still serving");
 }
+
+/// serde's derived structs also read a JSON array, as their fields in the order declared. An
+/// object of the request sent as an array (here: the same object's values, in that order) used
+/// to decode as that object, or as an empty one, and a sync hook answering for an empty parent
+/// would have Metacontroller delete its children. Every such array is a 400 naming where it is.
+#[test]
+fn an_array_where_an_object_belongs_is_a_400_naming_it() {
+    use serde_json::Value;
+    /// The object's values in key order: for a Kubernetes object, the order its struct
+    /// declares them (apiVersion, kind, metadata, spec, status).
+    fn as_array(object: &Value) -> Value {
+        Value::Array(object.as_object().unwrap().values().cloned().collect())
+    }
+    let server = TestServer::start(&[]);
+    let cases: [(&str, &str, &[&[&str]]); 7] = [
+        (
+            "/app-discovery/sync",
+            "app-discovery/sync-multi-service-due-creates-app.request.json",
+            &[
+                &["parent"],
+                &["parent", "metadata"],
+                &["parent", "spec"],
+                &["parent", "status"],
+                &[
+                    "children",
+                    "KeptnAppCreationRequest.lifecycle.keptn.sh/v1",
+                    "podtato/podtato-head",
+                ],
+                &[
+                    "related",
+                    "KeptnWorkload.lifecycle.keptn.sh/v1",
+                    "podtato/podtato-head-entry",
+                ],
+            ],
+        ),
+        (
+            "/delete-graph/sync",
+            "delete-graph/sync-chain-all-running.request.json",
+            &[
+                &["parent"],
+                &["parent", "status"],
+                &["children", "Pod.v1", "shop/shop-database-5c4d3f6ccf"],
+                &[
+                    "children",
+                    "Pod.v1",
+                    "shop/shop-database-5c4d3f6ccf",
+                    "metadata",
+                ],
+                &[
+                    "children",
+                    "Pod.v1",
+                    "shop/shop-database-5c4d3f6ccf",
+                    "status",
+                ],
+            ],
+        ),
+        (
+            "/delete-graph/finalize",
+            "delete-graph/finalize-teardown-starts-with-leaf.request.json",
+            &[&["parent"], &["parent", "metadata"]],
+        ),
+        (
+            "/cert-rotation/sync",
+            "cert-rotation/sync-step1-reuses-leaves-byte-identical.request.json",
+            &[
+                &["parent"],
+                &["parent", "status"],
+                &["children", "Secret.v1", "osm-system/bookstore-tls"],
+                &[
+                    "related",
+                    "MeshRootCertificate.config.openservicemesh.io/v1alpha2",
+                    "osm-system/mrc-a",
+                ],
+            ],
+        ),
+        (
+            "/mesh-root-certificate/sync",
+            "mesh-root-certificate/sync-active-signing.request.json",
+            &[&["object"], &["object", "spec"], &["object", "status"]],
+        ),
+        (
+            "/app-discovery/customize",
+            "app-discovery/customize-namespace.request.json",
+            &[&["parent"], &["parent", "metadata"]],
+        ),
+        (
+            "/delete-graph/validate",
+            "delete-graph/validate-chain-allowed.request.json",
+            &[&["request"], &["request", "kind"], &["request", "userInfo"]],
+        ),
+    ];
+    for (route, file, paths) in cases {
+        let request: Value =
+            serde_json::from_slice(&std::fs::read(common::fixture(file)).unwrap()).unwrap();
+        assert_eq!(
+            post(&server, route, &serde_json::to_vec(&request).unwrap()).status,
+            200
+        );
+        for path in paths {
+            let mut body = request.clone();
+            let target = path.iter().fold(&mut body, |v, k| {
+                v.get_mut(*k)
+                    .unwrap_or_else(|| panic!("{file}: no {path:?}"))
+            });
+            *target = as_array(target);
+            let reply = post(&server, route, &serde_json::to_vec(&body).unwrap());
+            assert_eq!(reply.status, 400, "{route} {path:?}");
+            assert_eq!(reply.json()["path"], path.join("."), "{route}");
+        }
+        // The whole request as an array of its parts, in the order the request type declares.
+        let order: &[&str] = match route {
+            "/mesh-root-certificate/sync" => &["controller", "object", "attachments", "related"],
+            "/delete-graph/validate" => &["request"],
+            "/app-discovery/customize" => &["controller", "parent"],
+            _ => &["controller", "parent", "children", "related"],
+        };
+        let parts: Vec<Value> = order.iter().map(|k| request[*k].clone()).collect();
+        let reply = post(&server, route, &serde_json::to_vec(&parts).unwrap());
+        assert_eq!(reply.status, 400, "{route}: the request as an array");
+        assert_eq!(reply.json()["path"], ".", "{route}");
+    }
+}

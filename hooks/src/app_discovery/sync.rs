@@ -3,8 +3,8 @@
 
 use super::version::{app_version, derived_traceparent, short_name};
 use crate::contract::{
-    object_maps, without, CompositeRequest, CompositeResponse, Lenient, MetaOut, NameMeta, Object,
-    ObjectMap, Strings, Text,
+    map_only, object_maps, without, CompositeRequest, CompositeResponse, Lenient, MetaOut,
+    NameMeta, Object, ObjectMap, Strings, Text,
 };
 use crate::json::Json;
 use crate::meta::{is_dns1123_subdomain, parse_rfc3339, rfc3339, Condition, PreviousConditions};
@@ -24,7 +24,7 @@ const METACONTROLLER_PREFIX: &str = "metacontroller.k8s.io/";
 const DEFAULT_TIMEOUT: u64 = 30;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(remote = "Self", rename_all = "camelCase")]
 pub struct AppDiscoverySpec<'a> {
     #[serde(default, borrow)]
     pub selector: Json<'a>,
@@ -34,6 +34,7 @@ pub struct AppDiscoverySpec<'a> {
 
 /// Of the previous status only the conditions are read (for their transition times).
 #[derive(Debug, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct AppDiscoveryStatus {
     #[serde(default)]
     pub conditions: PreviousConditions,
@@ -45,11 +46,18 @@ pub type AppDiscovery<'a> = Object<'a, AppDiscoverySpec<'a>, AppDiscoveryStatus>
 pub type KeptnObject<'a> = Object<'a, Json<'a>>;
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct WorkloadSpec<'a> {
     #[serde(default, borrow)]
     pub app: Lenient<'a>,
     #[serde(default, borrow)]
     pub version: Lenient<'a>,
+}
+
+map_only! {
+    impl['de, 'a] AppDiscoverySpec<'a> where ['de: 'a];
+    impl['de] AppDiscoveryStatus;
+    impl['de, 'a] WorkloadSpec<'a> where ['de: 'a];
 }
 
 /// Of a workload only its name, namespace, app and version are read.

@@ -3,7 +3,7 @@
 
 use super::spec::{self, Certificate, ManagerSpec};
 use crate::contract::{
-    object_maps, CompositeRequest, CompositeResponse, MetaOut, Object, Strings, Text,
+    map_only, object_maps, CompositeRequest, CompositeResponse, MetaOut, Object, Strings, Text,
 };
 use crate::json::Json;
 use crate::mesh_root_certificate::model::{
@@ -24,7 +24,7 @@ pub const ANNOTATION_SIGNING: &str = "metahooks.dev/signing-issuer";
 pub const ANNOTATION_VALIDATING: &str = "metahooks.dev/validating-issuer";
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(remote = "Self", rename_all = "camelCase")]
 pub struct ManagerStatus<'a> {
     #[serde(default, borrow, deserialize_with = "crate::contract::lenient_string")]
     pub signing_issuer: Option<Text<'a>>,
@@ -32,6 +32,10 @@ pub struct ManagerStatus<'a> {
     pub validating_issuer: Option<Text<'a>>,
     #[serde(default)]
     pub conditions: PreviousConditions,
+}
+
+map_only! {
+    impl['de, 'a] ManagerStatus<'a> where ['de: 'a];
 }
 
 pub type Manager<'a> = Object<'a, Json<'a>, ManagerStatus<'a>>;

@@ -1,17 +1,18 @@
 //! AdmissionReview v1 (admission.k8s.io/v1) request and response.
 
-use super::PatchOp;
+use super::{map_only, PatchOp};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 /// The review the API server sends. Only `request` is read.
 #[derive(Debug, Deserialize)]
+#[serde(remote = "Self")]
 pub struct AdmissionReview<O> {
     pub request: AdmissionRequest<O>,
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(remote = "Self", rename_all = "camelCase")]
 pub struct AdmissionRequest<O> {
     /// Echoed in the response so the API server can match it.
     pub uid: String,
@@ -32,6 +33,7 @@ pub struct AdmissionRequest<O> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct GroupVersionKind {
     #[serde(default)]
     pub group: String,
@@ -42,9 +44,17 @@ pub struct GroupVersionKind {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct UserInfo {
     #[serde(default)]
     pub username: String,
+}
+
+map_only! {
+    impl['de, O] AdmissionReview<O> where [O: Deserialize<'de>];
+    impl['de, O] AdmissionRequest<O> where [O: Deserialize<'de>];
+    impl['de] GroupVersionKind;
+    impl['de] UserInfo;
 }
 
 /// The review sent back: always `admission.k8s.io/v1`, `AdmissionReview`.

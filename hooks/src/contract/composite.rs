@@ -1,6 +1,6 @@
 //! CompositeController sync and finalize (contract §5).
 
-use super::ObjectMap;
+use super::{map_only, ObjectMap};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// `Related` are the decoded object maps: usually [`ObjectMap<T>`], or a hook's own type when one
 /// map holds several kinds that decode differently.
 #[derive(Debug, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(bound(
     deserialize = "Parent: Deserialize<'de>, Children: Deserialize<'de> + Default, Related: Deserialize<'de> + Default"
 ))]
@@ -30,6 +31,12 @@ pub struct CompositeRequest<
     /// `true` when Metacontroller calls the finalize hook.
     #[serde(default)]
     pub finalizing: bool,
+}
+
+map_only! {
+    impl['de, Parent, Children, Related] CompositeRequest<Parent, Children, Related> where [
+        Parent: Deserialize<'de>, Children: Deserialize<'de> + Default,
+        Related: Deserialize<'de> + Default];
 }
 
 /// The answer to a composite hook. `children` is the complete desired set: an omitted child is

@@ -1,15 +1,21 @@
 //! The customize hook (contract §6): which related objects Metacontroller should send.
 
+use super::map_only;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// `{controller, parent}`: the field is `parent` for decorators too.
 #[derive(Debug, Deserialize)]
+#[serde(remote = "Self")]
 pub struct CustomizeRequest<Parent> {
     #[serde(default)]
     pub controller: IgnoredAny,
     pub parent: Parent,
+}
+
+map_only! {
+    impl['de, Parent] CustomizeRequest<Parent> where [Parent: Deserialize<'de>];
 }
 
 #[derive(Debug, Serialize)]
@@ -19,7 +25,7 @@ pub struct CustomizeResponse {
 }
 
 /// One rule of `relatedResources`. Metacontroller decodes these strictly, so only its fields exist.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RelatedResourceRule {
     pub api_version: String,
@@ -50,7 +56,7 @@ impl RelatedResourceRule {
 }
 
 /// A metav1.LabelSelector.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct LabelSelector {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -59,7 +65,7 @@ pub struct LabelSelector {
     pub match_expressions: Vec<LabelSelectorRequirement>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LabelSelectorRequirement {
     pub key: String,
     pub operator: String,

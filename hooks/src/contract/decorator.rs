@@ -1,6 +1,6 @@
 //! DecoratorController sync and finalize (contract §7).
 
-use super::ObjectMap;
+use super::{map_only, ObjectMap};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 /// The body Metacontroller POSTs to a decorator `sync` or `finalize` hook: the target is
 /// `object`, its children are `attachments`.
 #[derive(Debug, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(bound(
     deserialize = "Target: Deserialize<'de>, Attachments: Deserialize<'de> + Default, Related: Deserialize<'de> + Default"
 ))]
@@ -25,6 +26,12 @@ pub struct DecoratorRequest<
     pub related: Related,
     #[serde(default)]
     pub finalizing: bool,
+}
+
+map_only! {
+    impl['de, Target, Attachments, Related] DecoratorRequest<Target, Attachments, Related> where [
+        Target: Deserialize<'de>, Attachments: Deserialize<'de> + Default,
+        Related: Deserialize<'de> + Default];
 }
 
 /// The answer to a decorator hook. Labels and annotations merge (a `None` value deletes the key);

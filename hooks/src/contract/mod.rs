@@ -10,6 +10,7 @@ mod admission;
 mod composite;
 mod customize;
 mod decorator;
+mod map_only;
 mod object;
 mod object_map;
 mod patch;
@@ -21,6 +22,8 @@ pub use admission::{
 pub use composite::{CompositeRequest, CompositeResponse};
 pub use customize::{CustomizeRequest, CustomizeResponse, LabelSelector, RelatedResourceRule};
 pub use decorator::{DecoratorRequest, DecoratorResponse};
+pub(crate) use map_only::map_only;
+pub use map_only::MapOnly;
 pub use object::{
     lenient_string, null_as_default, without, Lenient, MetaOut, NameMeta, Object, ObjectMeta,
     RawString, Strings, Text,

@@ -1,6 +1,7 @@
 //! The parts of a Kubernetes object the hooks read. Fields a hook interprets leniently (a spec
 //! value that may have the wrong type and must be reported, not rejected) use [`Lenient`].
 
+use super::map_only;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Unexpected, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -12,7 +13,7 @@ use std::fmt;
 /// is skipped. `metadata` is [`ObjectMeta`] unless only the object's name and namespace are
 /// read ([`NameMeta`]).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(remote = "Self", rename_all = "camelCase")]
 #[serde(bound(deserialize = "'de: 'a, Spec: Deserialize<'de> + Default, \
     Status: Deserialize<'de> + Default, Meta: Deserialize<'de> + Default"))]
 pub struct Object<'a, Spec = IgnoredAny, Status = IgnoredAny, Meta = ObjectMeta<'a>> {
@@ -31,7 +32,7 @@ pub struct Object<'a, Spec = IgnoredAny, Status = IgnoredAny, Meta = ObjectMeta<
 /// `metadata` as the hooks read it, its strings borrowed from the request. Absent and `null`
 /// maps are empty.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(remote = "Self", rename_all = "camelCase")]
 pub struct ObjectMeta<'a> {
     #[serde(default, borrow)]
     pub name: Text<'a>,
@@ -58,11 +59,20 @@ pub struct ObjectMeta<'a> {
 /// `metadata` of an object whose name and namespace are all a hook reads of it: its labels,
 /// annotations and the rest are skipped, not decoded.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct NameMeta<'a> {
     #[serde(default, borrow)]
     pub name: Text<'a>,
     #[serde(default, borrow)]
     pub namespace: Option<Text<'a>>,
+}
+
+map_only! {
+    impl['de, 'a, Spec, Status, Meta] Object<'a, Spec, Status, Meta> where ['de: 'a,
+        Spec: Deserialize<'de> + Default, Status: Deserialize<'de> + Default,
+        Meta: Deserialize<'de> + Default];
+    impl['de, 'a] ObjectMeta<'a> where ['de: 'a];
+    impl['de, 'a] NameMeta<'a> where ['de: 'a];
 }
 
 /// A map of strings (labels, annotations) as `ObjectMeta` holds it.

@@ -4,7 +4,7 @@ use super::graph::DeleteGraph;
 use super::plan::{Plan, Planned};
 use super::spec::AddCondition;
 use crate::contract::{
-    lenient_string, CompositeRequest, CompositeResponse, Object, ObjectMap, Strings, Text,
+    lenient_string, map_only, CompositeRequest, CompositeResponse, Object, ObjectMap, Strings, Text,
 };
 use crate::meta::{Condition, PreviousConditions};
 use serde::ser::SerializeMap;
@@ -25,7 +25,7 @@ pub type WorkloadSet<'a> = Object<'a, Option<&'a RawValue>, WorkloadSetStatus<'a
 
 /// The previous status: its conditions, and the parts a freeze copies back untouched.
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(remote = "Self", rename_all = "camelCase")]
 pub struct WorkloadSetStatus<'a> {
     #[serde(default)]
     pub conditions: PreviousConditions,
@@ -36,9 +36,15 @@ pub struct WorkloadSetStatus<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct PodStatus<'a> {
     #[serde(default, borrow, deserialize_with = "lenient_string")]
     pub phase: Option<Text<'a>>,
+}
+
+map_only! {
+    impl['de, 'a] WorkloadSetStatus<'a> where ['de: 'a];
+    impl['de, 'a] PodStatus<'a> where ['de: 'a];
 }
 
 /// An observed Pod: its spec is kept as raw JSON (borrowed from the request), to be returned

@@ -2,7 +2,7 @@
 //! rules they share: roles, providers, the valid combinations of MRCs in use, leaf validity.
 
 use crate::contract::{
-    lenient_string, null_as_default, MetaOut, Object, ObjectMeta, RawString, Text,
+    lenient_string, map_only, null_as_default, MetaOut, Object, ObjectMeta, RawString, Text,
 };
 use crate::json::Json;
 use crate::meta::PreviousConditions;
@@ -23,7 +23,7 @@ pub const DEFAULT_TRUST_DOMAIN: &str = "cluster.local";
 const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(remote = "Self", rename_all = "camelCase")]
 pub struct MrcSpec<'a> {
     #[serde(default, borrow)]
     pub role: Json<'a>,
@@ -36,11 +36,17 @@ pub struct MrcSpec<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct MrcStatus<'a> {
     #[serde(default, borrow, deserialize_with = "lenient_string")]
     pub state: Option<Text<'a>>,
     #[serde(default)]
     pub conditions: PreviousConditions,
+}
+
+map_only! {
+    impl['de, 'a] MrcSpec<'a> where ['de: 'a];
+    impl['de, 'a] MrcStatus<'a> where ['de: 'a];
 }
 
 pub type Mrc<'a> = Object<'a, MrcSpec<'a>, MrcStatus<'a>>;
@@ -166,6 +172,7 @@ pub fn check_combination(in_use: &[Role]) -> Result<(), BadCombination> {
 /// A Secret or a ConfigMap: string data (base64 for Secrets), type for Secrets. The values stay
 /// in the request, as its raw JSON strings.
 #[derive(Debug, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct DataObject<'a> {
     #[serde(default, borrow, deserialize_with = "null_as_default")]
     pub metadata: ObjectMeta<'a>,
@@ -173,6 +180,10 @@ pub struct DataObject<'a> {
     pub type_: Option<String>,
     #[serde(default, borrow, deserialize_with = "null_as_default")]
     pub data: BTreeMap<Text<'a>, RawString<'a>>,
+}
+
+map_only! {
+    impl['de, 'a] DataObject<'a> where ['de: 'a];
 }
 
 impl<'a> DataObject<'a> {
