@@ -43,10 +43,47 @@ fn composite_request_decodes_v1_and_v2_keys_alike() {
 
 #[test]
 fn absent_and_null_maps_are_empty() {
-    let req: Request = decode(br#"{"parent": {}, "children": null}"#).unwrap();
+    let req: Request =
+        decode(br#"{"parent": {"metadata": {"name": "p"}}, "children": null}"#).unwrap();
     assert!(req.children.is_empty() && req.related.is_empty() && !req.finalizing);
-    let req: Request = decode(br#"{"parent": {}, "children": {"Pod.v1": null}}"#).unwrap();
+    let req: Request =
+        decode(br#"{"parent": {"metadata": {"name": "p"}}, "children": {"Pod.v1": null}}"#)
+            .unwrap();
     assert!(req.children.get("Pod.v1").is_empty());
+}
+
+/// A hook keeps a child by writing it back under its name: a parent or an observed object
+/// without one is refused, naming where, rather than answered without it.
+#[test]
+fn objects_without_a_name_are_refused_naming_where() {
+    let parent = r#""parent": {"metadata": {"name": "p", "namespace": "ns"}}"#;
+    let composite = [
+        (r#"{"parent": {}}"#.to_owned(), "parent.metadata.name"),
+        (
+            r#"{"parent": {"metadata": {"name": ""}}}"#.to_owned(),
+            "parent.metadata.name",
+        ),
+        (
+            format!(r#"{{{parent}, "children": {{"Pod.v1": {{"ns/a": {{"metadata": {{}}}}}}}}}}"#),
+            "children.Pod.v1.ns/a.metadata.name",
+        ),
+        (
+            format!(
+                r#"{{{parent}, "related": {{"Secret.v1": {{"ns/s": {{"kind": "Secret"}}}}}}}}"#
+            ),
+            "related.Secret.v1.ns/s.metadata.name",
+        ),
+    ];
+    for (body, path) in composite {
+        let e = decode::<Request>(body.as_bytes()).unwrap_err();
+        assert_eq!(e.path, path, "{body}");
+    }
+    let e = decode::<DecoratorRequest<Object>>(br#"{"object": {"metadata": {}}}"#).unwrap_err();
+    assert_eq!(e.path, "object.metadata.name");
+    // Objects a hook does not decode are not looked at.
+    let body = format!(r#"{{{parent}, "children": {{"Pod.v1": {{"ns/a": {{}}}}}}}}"#);
+    let req: CompositeRequest<Object> = decode(body.as_bytes()).unwrap();
+    assert_eq!(req.parent.metadata.name, "p");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Deserialize)]
 #[serde(remote = "Self")]
 #[serde(bound(
-    deserialize = "Parent: Deserialize<'de>, Children: Deserialize<'de> + Default, Related: Deserialize<'de> + Default"
+    deserialize = "Parent: Deserialize<'de> + super::Named, Children: Deserialize<'de> + Default, Related: Deserialize<'de> + Default"
 ))]
 pub struct CompositeRequest<
     Parent,
@@ -21,6 +21,7 @@ pub struct CompositeRequest<
     /// hook versions work without looking at `spec.hooks.*.version`).
     #[serde(default)]
     pub controller: IgnoredAny,
+    #[serde(deserialize_with = "super::named")]
     pub parent: Parent,
     /// Children this parent owns, keyed by `<Kind>.<apiVersion>`.
     #[serde(default)]
@@ -35,7 +36,7 @@ pub struct CompositeRequest<
 
 map_only! {
     impl['de, Parent, Children, Related] CompositeRequest<Parent, Children, Related> where [
-        Parent: Deserialize<'de>, Children: Deserialize<'de> + Default,
+        Parent: Deserialize<'de> + super::Named, Children: Deserialize<'de> + Default,
         Related: Deserialize<'de> + Default];
 }
 

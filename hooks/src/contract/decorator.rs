@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Deserialize)]
 #[serde(remote = "Self")]
 #[serde(bound(
-    deserialize = "Target: Deserialize<'de>, Attachments: Deserialize<'de> + Default, Related: Deserialize<'de> + Default"
+    deserialize = "Target: Deserialize<'de> + super::Named, Attachments: Deserialize<'de> + Default, Related: Deserialize<'de> + Default"
 ))]
 pub struct DecoratorRequest<
     Target,
@@ -19,6 +19,7 @@ pub struct DecoratorRequest<
 > {
     #[serde(default)]
     pub controller: IgnoredAny,
+    #[serde(deserialize_with = "super::named")]
     pub object: Target,
     #[serde(default)]
     pub attachments: Attachments,
@@ -30,7 +31,7 @@ pub struct DecoratorRequest<
 
 map_only! {
     impl['de, Target, Attachments, Related] DecoratorRequest<Target, Attachments, Related> where [
-        Target: Deserialize<'de>, Attachments: Deserialize<'de> + Default,
+        Target: Deserialize<'de> + super::Named, Attachments: Deserialize<'de> + Default,
         Related: Deserialize<'de> + Default];
 }
 

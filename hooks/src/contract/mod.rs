@@ -25,8 +25,8 @@ pub use decorator::{DecoratorRequest, DecoratorResponse};
 pub(crate) use map_only::map_only;
 pub use map_only::MapOnly;
 pub use object::{
-    lenient_string, null_as_default, without, Lenient, MetaOut, NameMeta, Object, ObjectMeta,
-    RawString, Strings, Text,
+    lenient_string, named, null_as_default, without, Lenient, MetaOut, NameMeta, Named, Object,
+    ObjectMeta, RawString, Strings, Text,
 };
 pub(crate) use object_map::object_maps;
 pub use object_map::{ObjectMap, Objects};

@@ -75,6 +75,47 @@ map_only! {
     impl['de, 'a] NameMeta<'a> where ['de: 'a];
 }
 
+/// An object whose name a hook's answer depends on: the parent of a sync, and each observed
+/// child or related object. Metacontroller only sends objects that have a name, and a hook
+/// writes back the children it keeps by name, so a child without one could only be left out
+/// of the answer, and Metacontroller would delete it. Such a request is refused (see [`named`]).
+pub trait Named {
+    /// `metadata.name`; `None` for an object the hook does not decode.
+    fn name(&self) -> Option<&str>;
+}
+
+impl<Spec, Status> Named for Object<'_, Spec, Status, ObjectMeta<'_>> {
+    fn name(&self) -> Option<&str> {
+        Some(&self.metadata.name)
+    }
+}
+
+impl<Spec, Status> Named for Object<'_, Spec, Status, NameMeta<'_>> {
+    fn name(&self) -> Option<&str> {
+        Some(&self.metadata.name)
+    }
+}
+
+impl Named for IgnoredAny {
+    fn name(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// Decodes an object that must have a name: one without (absent or empty) is an error, put in
+/// the path as a missing `metadata.name`.
+pub fn named<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Named,
+{
+    let object = T::deserialize(d)?;
+    if object.name() == Some("") {
+        return Err(de::Error::missing_field("metadata.name"));
+    }
+    Ok(object)
+}
+
 /// A map of strings (labels, annotations) as `ObjectMeta` holds it.
 pub type Strings<'a> = BTreeMap<Text<'a>, Text<'a>>;
 

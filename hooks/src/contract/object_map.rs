@@ -1,8 +1,10 @@
 //! The two-level object maps of the contract: `{"<Kind>.<apiVersion>": {"<key>": object}}`.
 //! The inner keys differ between hook versions (v1 `name` or `ns/name`, v2 `ns/name`), so they are
-//! dropped on decode: names and namespaces are read from the objects themselves.
+//! dropped on decode: names and namespaces are read from the objects themselves. Each object
+//! must have a name ([`Named`]).
 
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use super::object::{named, Named};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -37,7 +39,7 @@ impl<T> ObjectMap<T> {
     }
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectMap<T> {
+impl<'de, T: Deserialize<'de> + Named> Deserialize<'de> for ObjectMap<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let groups: Option<BTreeMap<String, Objects<T>>> = Option::deserialize(d)?;
         Ok(ObjectMap {
@@ -54,7 +56,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectMap<T> {
 /// hold several types decode each type key with its own `Objects<T>`.
 pub struct Objects<T>(pub Vec<T>);
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Objects<T> {
+impl<'de, T: Deserialize<'de> + Named> Deserialize<'de> for Objects<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_option(ObjectsVisitor(PhantomData))
     }
@@ -62,7 +64,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Objects<T> {
 
 struct ObjectsVisitor<T>(PhantomData<T>);
 
-impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectsVisitor<T> {
+impl<'de, T: Deserialize<'de> + Named> Visitor<'de> for ObjectsVisitor<T> {
     type Value = Objects<T>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -80,9 +82,20 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectsVisitor<T> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
         while let Some(IgnoredAny) = map.next_key()? {
-            out.push(map.next_value()?);
+            out.push(map.next_value_seed(NamedSeed(PhantomData))?);
         }
         Ok(Objects(out))
+    }
+}
+
+/// One object of a map, decoded with [`named`] so that an error names the object's key.
+struct NamedSeed<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de> + Named> DeserializeSeed<'de> for NamedSeed<T> {
+    type Value = T;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
+        named(d)
     }
 }
 

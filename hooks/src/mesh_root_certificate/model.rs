@@ -2,7 +2,7 @@
 //! rules they share: roles, providers, the valid combinations of MRCs in use, leaf validity.
 
 use crate::contract::{
-    lenient_string, map_only, null_as_default, MetaOut, Object, ObjectMeta, RawString, Text,
+    lenient_string, map_only, null_as_default, MetaOut, Named, Object, ObjectMeta, RawString, Text,
 };
 use crate::json::Json;
 use crate::meta::PreviousConditions;
@@ -184,6 +184,12 @@ pub struct DataObject<'a> {
 
 map_only! {
     impl['de, 'a] DataObject<'a> where ['de: 'a];
+}
+
+impl Named for DataObject<'_> {
+    fn name(&self) -> Option<&str> {
+        Some(&self.metadata.name)
+    }
 }
 
 impl<'a> DataObject<'a> {
