@@ -193,3 +193,61 @@ fn an_array_where_an_object_belongs_is_a_400_naming_it() {
         assert_eq!(reply.json()["path"], ".", "{route}");
     }
 }
+
+/// A hook keeps a child by writing it back under its name; a child sent without one could only
+/// be left out of the answer, which Metacontroller takes as a deletion. Refused instead.
+#[test]
+fn an_object_without_a_name_is_a_400_not_a_dropped_child() {
+    use serde_json::Value;
+    let server = TestServer::start(&[]);
+    let cases = [
+        (
+            "/delete-graph/sync",
+            "delete-graph/sync-chain-all-running.request.json",
+            "children",
+        ),
+        (
+            "/delete-graph/finalize",
+            "delete-graph/finalize-teardown-starts-with-leaf.request.json",
+            "children",
+        ),
+        (
+            "/app-discovery/sync",
+            "app-discovery/sync-new-rollout-updates-app.request.json",
+            "children",
+        ),
+        (
+            "/cert-rotation/sync",
+            "cert-rotation/sync-step1-reuses-leaves-byte-identical.request.json",
+            "children",
+        ),
+        (
+            "/mesh-root-certificate/sync",
+            "mesh-root-certificate/sync-active-signing.request.json",
+            "attachments",
+        ),
+    ];
+    for (route, file, map) in cases {
+        let request: Value =
+            serde_json::from_slice(&std::fs::read(common::fixture(file)).unwrap()).unwrap();
+        let (type_key, objects) = request[map]
+            .as_object()
+            .unwrap()
+            .iter()
+            .find(|(_, objects)| !objects.as_object().unwrap().is_empty())
+            .unwrap();
+        let key = objects.as_object().unwrap().keys().next().unwrap();
+        let mut body = request.clone();
+        body[map][type_key][key]["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("name");
+        let reply = post(&server, route, &serde_json::to_vec(&body).unwrap());
+        assert_eq!(reply.status, 400, "{route}");
+        assert_eq!(
+            reply.json()["path"],
+            format!("{map}.{type_key}.{key}.metadata.name"),
+            "{route}"
+        );
+    }
+}
