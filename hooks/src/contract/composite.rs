@@ -21,6 +21,7 @@ pub struct CompositeRequest<
     /// hook versions work without looking at `spec.hooks.*.version`).
     #[serde(default)]
     pub controller: IgnoredAny,
+    /// Refused without a name ([`super::Named`]).
     #[serde(deserialize_with = "super::named")]
     pub parent: Parent,
     /// Children this parent owns, keyed by `<Kind>.<apiVersion>`.

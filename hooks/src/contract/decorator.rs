@@ -19,6 +19,7 @@ pub struct DecoratorRequest<
 > {
     #[serde(default)]
     pub controller: IgnoredAny,
+    /// Refused without a name ([`super::Named`]).
     #[serde(deserialize_with = "super::named")]
     pub object: Target,
     #[serde(default)]

@@ -22,8 +22,7 @@ pub use admission::{
 pub use composite::{CompositeRequest, CompositeResponse};
 pub use customize::{CustomizeRequest, CustomizeResponse, LabelSelector, RelatedResourceRule};
 pub use decorator::{DecoratorRequest, DecoratorResponse};
-pub(crate) use map_only::map_only;
-pub use map_only::MapOnly;
+pub(crate) use map_only::{map_only, MapOnly};
 pub use object::{
     lenient_string, named, null_as_default, without, Lenient, MetaOut, NameMeta, Named, Object,
     ObjectMeta, RawString, Strings, Text,
