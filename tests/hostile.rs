@@ -4,6 +4,11 @@
 mod common;
 
 use common::{get, post, TestServer};
+use serde_json::Value;
+
+fn fixture_json(file: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(common::fixture(file)).unwrap()).unwrap()
+}
 
 fn assert_clear_400(server: &TestServer, route: &str, body: &[u8], what: &str) {
     let reply = post(server, route, body);
@@ -78,7 +83,6 @@ fn hostile_bodies_get_a_clear_400_on_every_route() {
 /// would have Metacontroller delete its children. Every such array is a 400 naming where it is.
 #[test]
 fn an_array_where_an_object_belongs_is_a_400_naming_it() {
-    use serde_json::Value;
     /// The object's values in key order: for a Kubernetes object, the order its struct
     /// declares them (apiVersion, kind, metadata, spec, status).
     fn as_array(object: &Value) -> Value {
@@ -163,8 +167,7 @@ fn an_array_where_an_object_belongs_is_a_400_naming_it() {
         ),
     ];
     for (route, file, paths) in cases {
-        let request: Value =
-            serde_json::from_slice(&std::fs::read(common::fixture(file)).unwrap()).unwrap();
+        let request = fixture_json(file);
         assert_eq!(
             post(&server, route, &serde_json::to_vec(&request).unwrap()).status,
             200
@@ -198,7 +201,6 @@ fn an_array_where_an_object_belongs_is_a_400_naming_it() {
 /// be left out of the answer, which Metacontroller takes as a deletion. Refused instead.
 #[test]
 fn an_object_without_a_name_is_a_400_not_a_dropped_child() {
-    use serde_json::Value;
     let server = TestServer::start(&[]);
     let cases = [
         (
@@ -228,8 +230,7 @@ fn an_object_without_a_name_is_a_400_not_a_dropped_child() {
         ),
     ];
     for (route, file, map) in cases {
-        let request: Value =
-            serde_json::from_slice(&std::fs::read(common::fixture(file)).unwrap()).unwrap();
+        let request = fixture_json(file);
         let (type_key, objects) = request[map]
             .as_object()
             .unwrap()
