@@ -180,3 +180,83 @@ fn golden_responses_hold_only_contract_fields_and_no_floats() {
     }
     assert!(checked > 0);
 }
+
+/// Metacontroller deletes every observed child a sync answer leaves out, so an observed object
+/// the hook cannot read must fail the whole request, never be dropped from a 200. For every
+/// sync and finalize fixture, each observed child (or attachment) in turn is sent with a broken
+/// shape: the object or its metadata of another JSON type, or no name. Each answer is a 400
+/// naming the object.
+#[tokio::test]
+async fn an_observed_child_of_a_broken_shape_fails_the_request_instead_of_being_dropped() {
+    use serde_json::{json, Value};
+    /// What is broken, and how.
+    type Breakage = (&'static str, fn(&mut Value));
+    let breakages: [Breakage; 10] = [
+        ("the object is null", |o| *o = Value::Null),
+        ("the object is a number", |o| *o = json!(7)),
+        ("the object is a string", |o| *o = json!("x")),
+        ("the object is an array of its values", |o| {
+            *o = Value::Array(o.as_object().unwrap().values().cloned().collect())
+        }),
+        ("metadata is null", |o| o["metadata"] = Value::Null),
+        ("metadata is a string", |o| o["metadata"] = json!("x")),
+        ("metadata is an array", |o| o["metadata"] = json!(["x"])),
+        ("the name is absent", |o| {
+            o["metadata"].as_object_mut().unwrap().remove("name");
+        }),
+        ("the name is empty", |o| o["metadata"]["name"] = json!("")),
+        ("the name is a number", |o| o["metadata"]["name"] = json!(1)),
+    ];
+    let mut checked = 0;
+    for hook in HOOKS.iter().filter(|h| {
+        matches!(
+            h.kind,
+            HookKind::CompositeSync | HookKind::CompositeFinalize | HookKind::DecoratorSync
+        )
+    }) {
+        let (controller, name) = hook.id.split_once('/').unwrap();
+        let map = if hook.kind == HookKind::DecoratorSync {
+            "attachments"
+        } else {
+            "children"
+        };
+        let mut files: Vec<_> = std::fs::read_dir(common::fixture(controller))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let file = p.file_name().unwrap().to_string_lossy();
+                file.starts_with(&format!("{name}-"))
+                    && file.ends_with(".request.json")
+                    && !file.contains("bad-request")
+            })
+            .collect();
+        files.sort();
+        for file in files {
+            let request = read_json(&file);
+            let Some(types) = request[map].as_object() else {
+                continue;
+            };
+            for (type_key, objects) in types {
+                for key in objects.as_object().unwrap().keys() {
+                    for (what, breakage) in &breakages {
+                        let mut body = request.clone();
+                        breakage(&mut body[map][type_key][key]);
+                        let route = format!("/{}", hook.id);
+                        let (status, answer) =
+                            answer(&route, serde_json::to_vec(&body).unwrap()).await;
+                        let at = format!("{}: {key}: {what}", file.display());
+                        assert_eq!(status, 400, "{at}: {answer}");
+                        let path = answer["path"].as_str().unwrap();
+                        assert!(
+                            path.starts_with(&format!("{map}.{type_key}.{key}")),
+                            "{at}: {path}"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} cases");
+}
