@@ -196,3 +196,43 @@ fn an_array_where_an_object_belongs_is_a_400_naming_it() {
         assert_eq!(reply.json()["path"], ".", "{route}");
     }
 }
+
+/// JSON allows a key twice. A type key of `children` given twice, each time with some of the
+/// Pods, is answered as if it were given once with all of them. Were only the last given
+/// counted, the running database and backend would be unseen: the backend, whose dependency
+/// would not be running, would be left out of the answer, and Metacontroller would delete it.
+#[test]
+fn a_type_key_given_twice_is_read_with_the_objects_of_both() {
+    let server = TestServer::start(&[]);
+    let request = fixture_json("delete-graph/sync-chain-all-running.request.json");
+    let whole = post(
+        &server,
+        "/delete-graph/sync",
+        &serde_json::to_vec(&request).unwrap(),
+    );
+    assert_eq!(whole.status, 200);
+
+    let pods = request["children"]["Pod.v1"].as_object().unwrap();
+    assert_eq!(pods.len(), 3);
+    let part = |range: std::ops::Range<usize>| {
+        let map: serde_json::Map<String, Value> = pods
+            .iter()
+            .skip(range.start)
+            .take(range.len())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Value::Object(map).to_string()
+    };
+    let mut rest = request.clone();
+    rest.as_object_mut().unwrap().remove("children");
+    let rest = rest.to_string();
+    let body = format!(
+        r#"{}, "children": {{"Pod.v1": {}, "Pod.v1": {}}}}}"#,
+        &rest[..rest.len() - 1],
+        part(0..2),
+        part(2..3)
+    );
+    let split = post(&server, "/delete-graph/sync", body.as_bytes());
+    assert_eq!(split.status, 200);
+    assert_eq!(split.json()["children"], whole.json()["children"]);
+}

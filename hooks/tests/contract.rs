@@ -52,6 +52,26 @@ fn absent_and_null_maps_are_empty() {
     assert!(req.children.get("Pod.v1").is_empty());
 }
 
+/// A type key given twice (Go never writes one, but JSON allows it) keeps the objects of both:
+/// the hook must see every observed child, or its answer would have Metacontroller delete one.
+#[test]
+fn a_type_key_given_twice_keeps_the_objects_of_both() {
+    let body = format!(
+        r#"{{"parent": {{"metadata": {{"name": "p"}}}}, "children": {{"ConfigMap.v1": {{"a/c1": {}}},
+            "Secret.v1": {{}}, "ConfigMap.v1": {{"a/c2": {}}}}}}}"#,
+        cm("a", "c1"),
+        cm("a", "c2")
+    );
+    let req: Request = decode(body.as_bytes()).unwrap();
+    let names: Vec<&str> = req
+        .children
+        .get("ConfigMap.v1")
+        .iter()
+        .map(|c| c.metadata.name.as_str())
+        .collect();
+    assert_eq!(names, ["c1", "c2"]);
+}
+
 /// A hook keeps a child by writing it back under its name: a parent or an observed object
 /// without one is refused, naming where, rather than answered without it.
 #[test]

@@ -39,16 +39,38 @@ impl<T> ObjectMap<T> {
     }
 }
 
+/// `null` is empty. A type key given twice keeps the objects of both: were the first left out,
+/// the hook would not see them, and its answer would have Metacontroller delete them.
 impl<'de, T: Deserialize<'de> + Named> Deserialize<'de> for ObjectMap<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let groups: Option<BTreeMap<String, Objects<T>>> = Option::deserialize(d)?;
-        Ok(ObjectMap {
-            groups: groups
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k, v.0))
-                .collect(),
-        })
+        d.deserialize_option(ObjectMapVisitor(PhantomData))
+    }
+}
+
+struct ObjectMapVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de> + Named> Visitor<'de> for ObjectMapVisitor<T> {
+    type Value = ObjectMap<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map from type key to objects")
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(ObjectMap::default())
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(ObjectMap::default())
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = ObjectMap::default();
+        while let Some(type_key) = map.next_key::<String>()? {
+            let objects = map.next_value::<Objects<T>>()?.0;
+            out.groups.entry(type_key).or_default().extend(objects);
+        }
+        Ok(out)
     }
 }
 
@@ -100,7 +122,8 @@ impl<'de, T: Deserialize<'de> + Named> DeserializeSeed<'de> for NamedSeed<T> {
 }
 
 /// Declares a struct that decodes an object map holding several types, each type key into its own
-/// typed list, in one pass (other type keys are skipped):
+/// typed list, in one pass (other type keys are skipped; one given twice keeps both, as in
+/// [`ObjectMap`]):
 ///
 /// ```ignore
 /// object_maps! {
