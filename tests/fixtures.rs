@@ -11,7 +11,7 @@ use http_body_util::BodyExt;
 use metahooks::config::ServeConfig;
 use metahooks::{router, AppState, Limits};
 use metahooks_hooks::{HookKind, HOOKS};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tower::ServiceExt;
 
 /// The `now` of every fixture: 2026-06-01T12:00:00Z.
@@ -181,6 +181,40 @@ fn golden_responses_hold_only_contract_fields_and_no_floats() {
     assert!(checked > 0);
 }
 
+/// The request fixtures of every hook that answers with the objects it keeps (composite sync
+/// and finalize, decorator sync), with the route and the name of that map (`children`,
+/// `attachments`); requests meant to be refused left out.
+fn answering_fixtures() -> Vec<(String, &'static str, PathBuf)> {
+    let mut out = Vec::new();
+    for hook in HOOKS.iter().filter(|h| {
+        matches!(
+            h.kind,
+            HookKind::CompositeSync | HookKind::CompositeFinalize | HookKind::DecoratorSync
+        )
+    }) {
+        let (controller, name) = hook.id.split_once('/').unwrap();
+        let map = if hook.kind == HookKind::DecoratorSync {
+            "attachments"
+        } else {
+            "children"
+        };
+        let mut files: Vec<_> = std::fs::read_dir(common::fixture(controller))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let file = p.file_name().unwrap().to_string_lossy();
+                file.starts_with(&format!("{name}-"))
+                    && file.ends_with(".request.json")
+                    && !file.contains("bad-request")
+            })
+            .collect();
+        files.sort();
+        out.extend(files.into_iter().map(|f| (format!("/{}", hook.id), map, f)));
+    }
+    out
+}
+
 /// Metacontroller deletes every observed child a sync answer leaves out, so an observed object
 /// the hook cannot read must fail the whole request, never be dropped from a 200. For every
 /// sync and finalize fixture, each observed child (or attachment) in turn is sent with a broken
@@ -208,54 +242,73 @@ async fn an_observed_child_of_a_broken_shape_fails_the_request_instead_of_being_
         ("the name is a number", |o| o["metadata"]["name"] = json!(1)),
     ];
     let mut checked = 0;
-    for hook in HOOKS.iter().filter(|h| {
-        matches!(
-            h.kind,
-            HookKind::CompositeSync | HookKind::CompositeFinalize | HookKind::DecoratorSync
-        )
-    }) {
-        let (controller, name) = hook.id.split_once('/').unwrap();
-        let map = if hook.kind == HookKind::DecoratorSync {
-            "attachments"
-        } else {
-            "children"
+    for (route, map, file) in answering_fixtures() {
+        let request = read_json(&file);
+        let Some(types) = request[map].as_object() else {
+            continue;
         };
-        let mut files: Vec<_> = std::fs::read_dir(common::fixture(controller))
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                let file = p.file_name().unwrap().to_string_lossy();
-                file.starts_with(&format!("{name}-"))
-                    && file.ends_with(".request.json")
-                    && !file.contains("bad-request")
-            })
-            .collect();
-        files.sort();
-        for file in files {
-            let request = read_json(&file);
-            let Some(types) = request[map].as_object() else {
-                continue;
-            };
-            for (type_key, objects) in types {
-                for key in objects.as_object().unwrap().keys() {
-                    for (what, breakage) in &breakages {
-                        let mut body = request.clone();
-                        breakage(&mut body[map][type_key][key]);
-                        let route = format!("/{}", hook.id);
-                        let (status, answer) =
-                            answer(&route, serde_json::to_vec(&body).unwrap()).await;
-                        let at = format!("{}: {key}: {what}", file.display());
-                        assert_eq!(status, 400, "{at}: {answer}");
-                        let path = answer["path"].as_str().unwrap();
-                        assert!(
-                            path.starts_with(&format!("{map}.{type_key}.{key}")),
-                            "{at}: {path}"
-                        );
-                        checked += 1;
-                    }
+        for (type_key, objects) in types {
+            for key in objects.as_object().unwrap().keys() {
+                for (what, breakage) in &breakages {
+                    let mut body = request.clone();
+                    breakage(&mut body[map][type_key][key]);
+                    let (status, answer) = answer(&route, serde_json::to_vec(&body).unwrap()).await;
+                    let at = format!("{}: {key}: {what}", file.display());
+                    assert_eq!(status, 400, "{at}: {answer}");
+                    let path = answer["path"].as_str().unwrap();
+                    assert!(
+                        path.starts_with(&format!("{map}.{type_key}.{key}")),
+                        "{at}: {path}"
+                    );
+                    checked += 1;
                 }
             }
+        }
+    }
+    assert!(checked > 100, "only {checked} cases");
+}
+
+/// An object of a type the hook does not keep could only be left out of the answer, and
+/// Metacontroller would delete it: a controller that declares such a type (or a kept kind in
+/// another version, which is another type key) gets a 400 naming the type key as soon as one
+/// such object is observed. The same type key without objects changes nothing.
+#[tokio::test]
+async fn an_observed_child_of_a_type_the_hook_does_not_keep_fails_the_request() {
+    use serde_json::json;
+    let mut checked = 0;
+    for (route, map, file) in answering_fixtures() {
+        let request = read_json(&file);
+        if !request[map].is_object() {
+            continue;
+        }
+        // The names of the objects an answer keeps (fresh keys differ from run to run).
+        let kept = |answer: &serde_json::Value| -> Vec<String> {
+            answer[map].as_array().map_or(Vec::new(), |objects| {
+                objects
+                    .iter()
+                    .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+        };
+        let (plain_status, plain) = answer(&route, serde_json::to_vec(&request).unwrap()).await;
+        for type_key in ["Widget.example.com/v1", "Pod.v2", "Secret.v2"] {
+            let mut empty = request.clone();
+            empty[map][type_key] = json!({});
+            let (status, answer_empty) = answer(&route, serde_json::to_vec(&empty).unwrap()).await;
+            let at = format!("{}: {type_key}", file.display());
+            assert_eq!(
+                (status, kept(&answer_empty)),
+                (plain_status, kept(&plain)),
+                "{at}"
+            );
+
+            let mut body = request.clone();
+            body[map][type_key] = json!({"ns/w": {"apiVersion": "v", "kind": "K",
+                "metadata": {"name": "w", "namespace": "ns"}}});
+            let (status, answer) = answer(&route, serde_json::to_vec(&body).unwrap()).await;
+            assert_eq!(status, 400, "{at}: {answer}");
+            assert_eq!(answer["path"], format!("{map}.{type_key}"), "{at}");
+            checked += 1;
         }
     }
     assert!(checked > 100, "only {checked} cases");

@@ -4,7 +4,7 @@
 use super::version::{app_version, derived_traceparent, short_name};
 use crate::contract::{
     map_only, object_maps, without, CompositeRequest, CompositeResponse, Lenient, MetaOut,
-    NameMeta, Object, ObjectMap, Strings, Text,
+    NameMeta, Object, Strings, Text,
 };
 use crate::json::Json;
 use crate::meta::{is_dns1123_subdomain, parse_rfc3339, rfc3339, Condition, PreviousConditions};
@@ -64,6 +64,14 @@ map_only! {
 pub type KeptnWorkload<'a> = Object<'a, WorkloadSpec<'a>, IgnoredAny, NameMeta<'a>>;
 
 object_maps! {
+    /// The children: the KACRs and the KeptnApps this AppDiscovery made.
+    pub kept struct Children<'a> {
+        requests: KeptnObject<'a> = KACR_KEY,
+        apps: KeptnObject<'a> = APP_KEY,
+    }
+}
+
+object_maps! {
     /// The related objects: workloads and apps of the namespace, each decoded into its own type.
     pub struct Related<'a> {
         workloads: KeptnWorkload<'a> = WORKLOAD_KEY,
@@ -71,8 +79,7 @@ object_maps! {
     }
 }
 
-pub type SyncRequest<'a> =
-    CompositeRequest<AppDiscovery<'a>, ObjectMap<KeptnObject<'a>>, Related<'a>>;
+pub type SyncRequest<'a> = CompositeRequest<AppDiscovery<'a>, Children<'a>, Related<'a>>;
 
 /// A child in the response: a KACR or a KeptnApp, rebuilt from scratch. An observed child's
 /// strings, labels, annotations and spec are borrowed from the request.
@@ -149,9 +156,9 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
     let previous = &parent.status.conditions;
     let generation = parent.metadata.generation;
 
-    let mut requests: Vec<&KeptnObject> = req.children.get(KACR_KEY).iter().collect();
+    let mut requests: Vec<&KeptnObject> = req.children.requests.iter().collect();
     requests.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    let mut child_apps: Vec<&KeptnObject> = req.children.get(APP_KEY).iter().collect();
+    let mut child_apps: Vec<&KeptnObject> = req.children.apps.iter().collect();
     child_apps.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
 
     // Step 0: the discovery window.

@@ -42,7 +42,7 @@ pub type Manager<'a> = Object<'a, Json<'a>, ManagerStatus<'a>>;
 
 object_maps! {
     /// The children: the trust-bundle ConfigMap and the leaf Secrets.
-    pub struct Children<'a> {
+    pub kept struct Children<'a> {
         config_maps: DataObject<'a> = CONFIGMAP_KEY,
         secrets: DataObject<'a> = SECRET_KEY,
     }

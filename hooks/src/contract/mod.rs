@@ -27,7 +27,7 @@ pub use object::{
     lenient_string, named, null_as_default, without, Lenient, MetaOut, NameMeta, Named, Object,
     ObjectMeta, RawString, Strings, Text,
 };
-pub(crate) use object_map::object_maps;
+pub(crate) use object_map::{object_maps, other_type};
 pub use object_map::{ObjectMap, Objects};
 pub use patch::{escape_pointer, PatchOp};
 

@@ -1,7 +1,8 @@
 //! The two-level object maps of the contract: `{"<Kind>.<apiVersion>": {"<key>": object}}`.
 //! The inner keys differ between hook versions (v1 `name` or `ns/name`, v2 `ns/name`), so they are
 //! dropped on decode: names and namespaces are read from the objects themselves. Each object
-//! must have a name ([`Named`]).
+//! must have a name ([`Named`]), and a map of the objects a hook answers for may hold no object
+//! of a type the hook does not keep ([`other_type`]).
 
 use super::object::{named, Named};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -121,9 +122,46 @@ impl<'de, T: Deserialize<'de> + Named> DeserializeSeed<'de> for NamedSeed<T> {
     }
 }
 
+/// Reads the objects of a type key that a hook does not read. In a map of the objects the hook
+/// answers for (`kept`), any object there fails the request: the answer could only leave it
+/// out, and Metacontroller would delete it. That happens when the controller declares a type
+/// the hook does not keep, or a kind it keeps in another version (a different type key).
+pub fn other_type<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    kept: bool,
+    keys: &[&str],
+) -> Result<(), A::Error> {
+    if kept {
+        map.next_value_seed(Unkept(keys))
+    } else {
+        map.next_value::<IgnoredAny>().map(|_| ())
+    }
+}
+
+/// The objects of a type key a hook does not keep, which must be none.
+struct Unkept<'k>(&'k [&'k str]);
+
+impl<'de> DeserializeSeed<'de> for Unkept<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        let objects = Objects::<IgnoredAny>::deserialize(d)?.0;
+        if objects.is_empty() {
+            return Ok(());
+        }
+        Err(serde::de::Error::custom(format!(
+            "{} object(s) of a type this hook does not keep (it keeps {}), so its answer would \
+             delete them: declare only those types, in those versions, in the controller",
+            objects.len(),
+            self.0.join(", ")
+        )))
+    }
+}
+
 /// Declares a struct that decodes an object map holding several types, each type key into its own
-/// typed list, in one pass (other type keys are skipped; one given twice keeps both, as in
-/// [`ObjectMap`]):
+/// typed list, in one pass (one given twice keeps both, as in [`ObjectMap`]). Other type keys
+/// are skipped, except in a map of the objects a hook answers for (`children`, `attachments`),
+/// declared `kept struct`: there, see [`other_type`].
 ///
 /// ```ignore
 /// object_maps! {
@@ -132,9 +170,20 @@ impl<'de, T: Deserialize<'de> + Named> DeserializeSeed<'de> for NamedSeed<T> {
 ///         apps: KeptnObject = "KeptnApp.lifecycle.keptn.sh/v1",
 ///     }
 /// }
+/// object_maps! {
+///     pub kept struct Children {
+///         pods: Pod = "Pod.v1",
+///     }
+/// }
 /// ```
 macro_rules! object_maps {
-    ($(#[$meta:meta])* $vis:vis struct $name:ident $(<$lt:lifetime>)? {
+    ($(#[$meta:meta])* $vis:vis kept struct $($rest:tt)*) => {
+        $crate::contract::object_maps!(@define true, $(#[$meta])* $vis struct $($rest)*);
+    };
+    ($(#[$meta:meta])* $vis:vis struct $($rest:tt)*) => {
+        $crate::contract::object_maps!(@define false, $(#[$meta])* $vis struct $($rest)*);
+    };
+    (@define $kept:literal, $(#[$meta:meta])* $vis:vis struct $name:ident $(<$lt:lifetime>)? {
         $($field:ident : $ty:ty = $key:expr),* $(,)?
     }) => {
         $(#[$meta])*
@@ -168,7 +217,7 @@ macro_rules! object_maps {
                                     continue;
                                 }
                             )*
-                            map.next_value::<serde::de::IgnoredAny>()?;
+                            $crate::contract::other_type(&mut map, $kept, &[$($key),*])?;
                         }
                         Ok(out)
                     }

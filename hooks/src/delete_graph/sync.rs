@@ -4,7 +4,8 @@ use super::graph::DeleteGraph;
 use super::plan::{Plan, Planned};
 use super::spec::AddCondition;
 use crate::contract::{
-    lenient_string, map_only, CompositeRequest, CompositeResponse, Object, ObjectMap, Strings, Text,
+    lenient_string, map_only, object_maps, CompositeRequest, CompositeResponse, Object, Strings,
+    Text,
 };
 use crate::meta::{Condition, PreviousConditions};
 use serde::ser::SerializeMap;
@@ -51,7 +52,14 @@ map_only! {
 /// untouched when the Pod is kept.
 pub type Pod<'a> = Object<'a, Option<&'a RawValue>, PodStatus<'a>>;
 
-pub type SyncRequest<'a> = CompositeRequest<WorkloadSet<'a>, ObjectMap<Pod<'a>>>;
+object_maps! {
+    /// The children: the Pods of the set.
+    pub kept struct Children<'a> {
+        pods: Pod<'a> = POD_KEY,
+    }
+}
+
+pub type SyncRequest<'a> = CompositeRequest<WorkloadSet<'a>, Children<'a>>;
 
 /// A child Pod in the response.
 #[derive(Debug, Serialize)]
@@ -229,7 +237,7 @@ pub fn reconcile<'a>(
             now,
         ),
     };
-    let pods = req.children.get(POD_KEY);
+    let pods = &req.children.pods;
 
     if plan.invalid.is_some() && !teardown {
         return freeze(pods, namespace, &parent.status, valid);

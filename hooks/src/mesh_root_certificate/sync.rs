@@ -20,7 +20,7 @@ pub const LABEL_MRC: &str = "metahooks.dev/mesh-root-certificate";
 
 object_maps! {
     /// The attachments: the MRC's CA Secret.
-    pub struct Attachments<'a> {
+    pub kept struct Attachments<'a> {
         secrets: DataObject<'a> = SECRET_KEY,
     }
 }
