@@ -123,16 +123,17 @@ impl<'de, T: Deserialize<'de> + Named> DeserializeSeed<'de> for NamedSeed<T> {
 }
 
 /// Reads the objects of a type key that a hook does not read. In a map of the objects the hook
-/// answers for (`kept`), any object there fails the request: the answer could only leave it
-/// out, and Metacontroller would delete it. That happens when the controller declares a type
-/// the hook does not keep, or a kind it keeps in another version (a different type key).
+/// answers for (`answered`: `children`, `attachments`), any object there fails the request:
+/// the answer could only leave it out, and Metacontroller would delete it. That happens when
+/// the controller declares a type the hook does not keep (`kept_keys`), or a kind it keeps in
+/// another version (a different type key).
 pub fn other_type<'de, A: MapAccess<'de>>(
     map: &mut A,
-    kept: bool,
-    keys: &[&str],
+    answered: bool,
+    kept_keys: &[&str],
 ) -> Result<(), A::Error> {
-    if kept {
-        map.next_value_seed(Unkept(keys))
+    if answered {
+        map.next_value_seed(Unkept(kept_keys))
     } else {
         map.next_value::<IgnoredAny>().map(|_| ())
     }
@@ -183,7 +184,7 @@ macro_rules! object_maps {
     ($(#[$meta:meta])* $vis:vis struct $($rest:tt)*) => {
         $crate::contract::object_maps!(@define false, $(#[$meta])* $vis struct $($rest)*);
     };
-    (@define $kept:literal, $(#[$meta:meta])* $vis:vis struct $name:ident $(<$lt:lifetime>)? {
+    (@define $answered:literal, $(#[$meta:meta])* $vis:vis struct $name:ident $(<$lt:lifetime>)? {
         $($field:ident : $ty:ty = $key:expr),* $(,)?
     }) => {
         $(#[$meta])*
@@ -217,7 +218,7 @@ macro_rules! object_maps {
                                     continue;
                                 }
                             )*
-                            $crate::contract::other_type(&mut map, $kept, &[$($key),*])?;
+                            $crate::contract::other_type(&mut map, $answered, &[$($key),*])?;
                         }
                         Ok(out)
                     }
