@@ -5,8 +5,9 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
 /// The body Metacontroller POSTs to a composite `sync` or `finalize` hook. `Children` and
-/// `Related` are the decoded object maps: usually [`ObjectMap<T>`], or a hook's own type when one
-/// map holds several kinds that decode differently.
+/// `Related` are the decoded object maps: `Children` an `object_maps!` `kept struct` (objects of
+/// a type the hook does not keep are refused), `Related` an `object_maps!` struct or an
+/// [`ObjectMap<T>`]. The defaults decode nothing of either.
 #[derive(Debug, Deserialize)]
 #[serde(remote = "Self")]
 #[serde(bound(

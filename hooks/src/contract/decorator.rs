@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The body Metacontroller POSTs to a decorator `sync` or `finalize` hook: the target is
-/// `object`, its children are `attachments`.
+/// `object`, its children are `attachments` (an `object_maps!` `kept struct`, as a composite's
+/// `children`).
 #[derive(Debug, Deserialize)]
 #[serde(remote = "Self")]
 #[serde(bound(

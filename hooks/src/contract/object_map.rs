@@ -11,6 +11,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 
+/// Every type key of an object map, each object decoded as a `T`. For the objects a hook
+/// answers for (`children`, `attachments`) use an `object_maps!` `kept struct` instead: a hook
+/// that reads some type keys of an `ObjectMap` leaves the objects of the others out of its answer.
 #[derive(Debug, Clone)]
 pub struct ObjectMap<T> {
     groups: BTreeMap<String, Vec<T>>,
