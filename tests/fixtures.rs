@@ -19,12 +19,22 @@ fn fixture_now() -> time::OffsetDateTime {
     time::macros::datetime!(2026-06-01 12:00:00 UTC)
 }
 
-async fn answer(route: &str, body: Vec<u8>) -> (u16, serde_json::Value) {
+/// A router as `serve` builds it, its hooks' clock at [`fixture_now`].
+fn fixture_router() -> axum::Router {
     let config = ServeConfig::from_args(&[]).unwrap();
-    let app = router(AppState::with_clock(
+    router(AppState::with_clock(
         Limits::from(&config),
         std::sync::Arc::new(fixture_now),
-    ));
+    ))
+}
+
+/// The status and JSON body of `body` posted to `route` of a fresh router.
+async fn answer(route: &str, body: Vec<u8>) -> (u16, serde_json::Value) {
+    answer_from(fixture_router(), route, body).await
+}
+
+/// As [`answer`], from `app` (a clone shares the hooks' memos).
+async fn answer_from(app: axum::Router, route: &str, body: Vec<u8>) -> (u16, serde_json::Value) {
     let response = app
         .oneshot(
             Request::post(route)
@@ -312,4 +322,110 @@ async fn an_observed_child_of_a_type_the_hook_does_not_keep_fails_the_request() 
         }
     }
     assert!(checked > 100, "only {checked} cases");
+}
+
+/// Every request fixture, each of its fields in turn removed or given a value of another JSON
+/// type (inside managedFields only the list itself, which no hook reads): the answer is a 400
+/// with an error and the path of what is wrong, or a 200 in the hook's shape (an
+/// AdmissionReview for the request's uid). Never another status, an empty body or a field
+/// outside the contract.
+#[tokio::test]
+async fn every_field_of_every_request_fixture_removed_or_retyped_gets_a_clear_answer() {
+    use serde_json::{json, Value};
+    /// The JSON pointer of every value inside `v` (which is at `at`), with the key it has there.
+    fn pointers(v: &Value, at: &str, out: &mut Vec<(String, String)>) {
+        let inner: Vec<(String, &Value)> = match v {
+            Value::Object(o) => o.iter().map(|(k, x)| (k.clone(), x)).collect(),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (i.to_string(), x))
+                .collect(),
+            _ => return,
+        };
+        for (key, child) in inner {
+            let pointer = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+            if key != "managedFields" {
+                pointers(child, &pointer, out);
+            }
+            out.push((pointer, key));
+        }
+    }
+
+    // One router for all: cert-rotation checks each CA and leaf once, as a running server does.
+    let app = fixture_router();
+    let mut checked = 0;
+    for hook in HOOKS {
+        let (controller, name) = hook.id.split_once('/').unwrap();
+        let Ok(entries) = std::fs::read_dir(common::fixture(controller)) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let file = p.file_name().unwrap().to_string_lossy();
+                file.starts_with(&format!("{name}-")) && file.ends_with(".request.json")
+            })
+            .collect();
+        files.sort();
+        let route = format!("/{}", hook.id);
+        for file in files {
+            let request = read_json(&file);
+            let mut all = Vec::new();
+            pointers(&request, "", &mut all);
+            for (pointer, key) in all {
+                let holder = &pointer[..pointer.rfind('/').unwrap()];
+                let mut removed = request.clone();
+                match removed.pointer_mut(holder).unwrap() {
+                    Value::Object(o) => drop(o.remove(&key)),
+                    Value::Array(a) => drop(a.remove(key.parse().unwrap())),
+                    _ => unreachable!(),
+                }
+                let mut retyped = request.clone();
+                let value = retyped.pointer_mut(&pointer).unwrap();
+                *value = if value.is_string() {
+                    json!(0)
+                } else {
+                    json!("x")
+                };
+
+                for (how, body) in [("removed", removed), ("retyped", retyped)] {
+                    let body_bytes = serde_json::to_vec(&body).unwrap();
+                    let (status, answer) = answer_from(app.clone(), &route, body_bytes).await;
+                    let at = format!("{}: {pointer} {how}", file.display());
+                    match status {
+                        400 => {
+                            assert!(
+                                answer["error"].as_str().is_some_and(|e| !e.is_empty()),
+                                "{at}"
+                            );
+                            assert!(
+                                answer["path"].as_str().is_some_and(|p| !p.is_empty()),
+                                "{at}"
+                            );
+                        }
+                        200 => {
+                            let fields = answer.as_object().unwrap();
+                            let allowed = allowed_fields(hook.kind);
+                            assert!(fields.keys().all(|k| allowed.contains(&k.as_str())), "{at}");
+                            if hook.kind.is_admission() {
+                                assert_eq!(answer["kind"], "AdmissionReview", "{at}");
+                                assert_eq!(
+                                    answer["response"]["uid"], body["request"]["uid"],
+                                    "{at}"
+                                );
+                            } else {
+                                assert!(!fields.is_empty(), "{at}: {answer}");
+                            }
+                        }
+                        _ => panic!("{at}: status {status}: {answer}"),
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 1000, "only {checked} cases");
+    eprintln!("{checked} broken requests answered clearly");
 }
