@@ -324,6 +324,54 @@ async fn an_observed_child_of_a_type_the_hook_does_not_keep_fails_the_request() 
     assert!(checked > 100, "only {checked} cases");
 }
 
+/// Every parent kind is namespaced, and a hook looks for the parent's objects in its
+/// namespace: a decorator without one generated a new CA into the Secret of a CA still in use,
+/// since no CertificateManager was found to use it. Every sync, finalize and customize fixture
+/// without its parent's namespace, or with an empty one, is a 400 naming it.
+#[tokio::test]
+async fn a_parent_without_a_namespace_is_a_400_naming_it() {
+    use serde_json::{json, Map, Value};
+    let mut checked = 0;
+    for hook in HOOKS.iter().filter(|h| !h.kind.is_admission()) {
+        let (controller, name) = hook.id.split_once('/').unwrap();
+        let at = if hook.kind == HookKind::DecoratorSync {
+            "object"
+        } else {
+            "parent"
+        };
+        let mut files: Vec<PathBuf> = std::fs::read_dir(common::fixture(controller))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let file = p.file_name().unwrap().to_string_lossy();
+                file.starts_with(&format!("{name}-"))
+                    && file.ends_with(".request.json")
+                    && !file.contains("bad-request")
+            })
+            .collect();
+        files.sort();
+        for file in files {
+            let request = read_json(&file);
+            let removed = |metadata: &mut Map<String, Value>| drop(metadata.remove("namespace"));
+            let emptied = |metadata: &mut Map<String, Value>| {
+                metadata.insert("namespace".into(), json!(""));
+            };
+            for (how, change) in [("absent", &removed as &dyn Fn(&mut _)), ("empty", &emptied)] {
+                let mut body = request.clone();
+                change(body[at]["metadata"].as_object_mut().unwrap());
+                let route = format!("/{}", hook.id);
+                let (status, answer) = answer(&route, serde_json::to_vec(&body).unwrap()).await;
+                let case = format!("{}: namespace {how}", file.display());
+                assert_eq!(status, 400, "{case}: {answer}");
+                assert_eq!(answer["path"], format!("{at}.metadata.namespace"), "{case}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} cases");
+}
+
 /// Every request fixture, each of its fields in turn removed or given a value of another JSON
 /// type (inside managedFields only the list itself, which no hook reads): the answer is a 400
 /// with an error and the path of what is wrong, or a 200 in the hook's shape (an

@@ -5,7 +5,7 @@ pub mod sync;
 pub mod version;
 
 use crate::contract::{
-    decode, escape_pointer, AdmissionResponse, AdmissionReview, CustomizeRequest,
+    decode, escape_pointer, parent_namespace, AdmissionResponse, AdmissionReview, CustomizeRequest,
     CustomizeResponse, Object, PatchOp, RelatedResourceRule,
 };
 use crate::registry::{HookContext, HookOutput, Subject};
@@ -13,45 +13,28 @@ use crate::RequestError;
 use serde_json::{json, Value};
 use sync::{SyncRequest, KEPTN_API, MANAGED_BY};
 
-/// The parent's namespace; an AppDiscovery is namespaced, and an empty namespace in a related
-/// rule would select every namespace, so its absence is a bad request.
-fn parent_namespace<'o, S: Default, T: Default>(
-    parent: &'o Object<'_, S, T>,
-) -> Result<&'o str, RequestError> {
-    match parent.metadata.namespace.as_deref() {
-        Some(ns) if !ns.is_empty() => Ok(ns),
-        _ => Err(RequestError::new(
-            "parent.metadata.namespace",
-            "missing: an AppDiscovery is namespaced",
-        )),
-    }
-}
+/// The parent's kind.
+const KIND: &str = "AppDiscovery";
 
 /// `POST /app-discovery/customize`: the namespace's KeptnWorkloads and KeptnApps.
 pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     let req: CustomizeRequest<Object> = decode(body)?;
-    let ns = parent_namespace(&req.parent)?;
+    let ns = parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
     let response = CustomizeResponse {
         related_resources: vec![
             RelatedResourceRule::in_namespace(KEPTN_API, "keptnworkloads", ns),
             RelatedResourceRule::in_namespace(KEPTN_API, "keptnapps", ns),
         ],
     };
-    HookOutput::json(
-        Subject::object("AppDiscovery", &req.parent.metadata),
-        &response,
-    )
+    HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
 }
 
 /// `POST /app-discovery/sync`.
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     let req: SyncRequest = decode(body)?;
-    parent_namespace(&req.parent)?;
+    parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
     let response = sync::sync(&req, ctx.now);
-    HookOutput::json(
-        Subject::object("AppDiscovery", &req.parent.metadata),
-        &response,
-    )
+    HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
 }
 
 /// `POST /app-discovery/mutate`: labels new KeptnAppCreationRequests `managed-by: keptn` so that

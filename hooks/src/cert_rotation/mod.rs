@@ -5,42 +5,36 @@
 pub mod spec;
 pub mod sync;
 
-use crate::contract::{decode, CustomizeRequest, CustomizeResponse, Object, RelatedResourceRule};
+use crate::contract::{
+    decode, parent_namespace, CustomizeRequest, CustomizeResponse, Object, RelatedResourceRule,
+};
 use crate::mesh_root_certificate::model::MRC_API;
 use crate::registry::{HookContext, HookOutput, Subject};
 use crate::RequestError;
+
+/// The parent's kind.
+const KIND: &str = "CertificateManager";
 
 /// `POST /cert-rotation/customize`: the namespace's MRCs and all its Secrets (a user's own CA
 /// Secret carries no label to select on).
 pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     let req: CustomizeRequest<Object> = decode(body)?;
-    let ns = req.parent.metadata.namespace.as_deref().unwrap_or_default();
-    if ns.is_empty() {
-        return Err(RequestError::new(
-            "parent.metadata.namespace",
-            "missing: a CertificateManager is namespaced",
-        ));
-    }
+    let ns = parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
     let response = CustomizeResponse {
         related_resources: vec![
             RelatedResourceRule::in_namespace(MRC_API, "meshrootcertificates", ns),
             RelatedResourceRule::in_namespace("v1", "secrets", ns),
         ],
     };
-    HookOutput::json(
-        Subject::object("CertificateManager", &req.parent.metadata),
-        &response,
-    )
+    HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
 }
 
 /// `POST /cert-rotation/sync`.
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     let req: sync::SyncRequest = decode(body)?;
+    parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
     let response = sync::sync(&req, ctx.now, ctx.rng, &ctx.memo.pki);
-    HookOutput::json(
-        Subject::object("CertificateManager", &req.parent.metadata),
-        &response,
-    )
+    HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
 }
 
 #[cfg(test)]

@@ -262,6 +262,24 @@ fn namespace_or<'a>(namespace: &'a Option<Text>, default_ns: &'a str) -> &'a str
     }
 }
 
+/// The namespace of a hook's parent (`at` is `parent`, or `object` for a decorator), whose kind
+/// is namespaced: Metacontroller always sends it. Without it a sync would look for the
+/// parent's objects in no namespace and miss them all, and a customize rule without a
+/// namespace selects every namespace, so its absence (or an empty one) is a bad request.
+pub fn parent_namespace<'n>(
+    namespace: &'n Option<Text>,
+    at: &str,
+    kind: &str,
+) -> Result<&'n str, crate::RequestError> {
+    match namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => Ok(ns),
+        _ => Err(crate::RequestError::new(
+            format_args!("{at}.metadata.namespace"),
+            format_args!("missing: a {kind} is namespaced"),
+        )),
+    }
+}
+
 impl NameMeta<'_> {
     /// The object's namespace, or `default_ns` when it has none.
     pub fn namespace_or<'a>(&'a self, default_ns: &'a str) -> &'a str {

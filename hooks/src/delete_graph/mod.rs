@@ -7,7 +7,7 @@ pub mod plan;
 pub mod spec;
 pub mod sync;
 
-use crate::contract::{decode, AdmissionResponse, AdmissionReview};
+use crate::contract::{decode, parent_namespace, AdmissionResponse, AdmissionReview};
 use crate::json::{Json, NULL};
 use crate::registry::{HookContext, HookOutput, Subject};
 use crate::RequestError;
@@ -28,6 +28,7 @@ pub fn finalize_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, R
 fn answer(body: &[u8], ctx: &HookContext, teardown: bool) -> Result<HookOutput, RequestError> {
     let req: SyncRequest = decode(body)?;
     let parent = &req.parent;
+    parent_namespace(&parent.metadata.namespace, "parent", "WorkloadSet")?;
     let plan = ctx.memo.plans.plan(parent.spec, &parent.metadata.name)?;
     let response = reconcile(&req, &plan, teardown || req.finalizing, ctx.now);
     HookOutput::json(Subject::object("WorkloadSet", &parent.metadata), &response)

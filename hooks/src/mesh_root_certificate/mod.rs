@@ -5,22 +5,21 @@ pub mod admission;
 pub mod model;
 pub mod sync;
 
-use crate::contract::{decode, CustomizeRequest, CustomizeResponse, RelatedResourceRule};
+use crate::contract::{
+    decode, parent_namespace, CustomizeRequest, CustomizeResponse, RelatedResourceRule,
+};
 use crate::registry::{HookContext, HookOutput, Subject};
 use crate::RequestError;
 use model::{tresor_secret_name, Mrc, MANAGER_API, MRC_API};
+
+/// The kind of the decorated object.
+const KIND: &str = "MeshRootCertificate";
 
 /// `POST /mesh-root-certificate/customize`: the namespace's MRCs and CertificateManagers, and
 /// the MRC's named CA Secret (so that a user's own CA is visible).
 pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     let req: CustomizeRequest<Mrc> = decode(body)?;
-    let ns = req.parent.metadata.namespace.as_deref().unwrap_or_default();
-    if ns.is_empty() {
-        return Err(RequestError::new(
-            "parent.metadata.namespace",
-            "missing: a MeshRootCertificate is namespaced",
-        ));
-    }
+    let ns = parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
     let mut rules = vec![
         RelatedResourceRule::in_namespace(MRC_API, "meshrootcertificates", ns),
         RelatedResourceRule::in_namespace(MANAGER_API, "certificatemanagers", ns),
@@ -31,7 +30,7 @@ pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput,
         rules.push(rule);
     }
     HookOutput::json(
-        Subject::object("MeshRootCertificate", &req.parent.metadata),
+        Subject::object(KIND, &req.parent.metadata),
         &CustomizeResponse {
             related_resources: rules,
         },
@@ -41,11 +40,9 @@ pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput,
 /// `POST /mesh-root-certificate/sync`.
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     let req: sync::SyncRequest = decode(body)?;
+    parent_namespace(&req.object.metadata.namespace, "object", KIND)?;
     let response = sync::sync(&req, ctx.now, ctx.rng, &ctx.memo.pki.cas);
-    HookOutput::json(
-        Subject::object("MeshRootCertificate", &req.object.metadata),
-        &response,
-    )
+    HookOutput::json(Subject::object(KIND, &req.object.metadata), &response)
 }
 
 /// `POST /mesh-root-certificate/validate`.
