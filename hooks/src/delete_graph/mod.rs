@@ -14,6 +14,9 @@ use crate::RequestError;
 use spec::validate;
 use sync::{reconcile, SyncRequest};
 
+/// The parent's kind.
+const KIND: &str = "WorkloadSet";
+
 /// `POST /delete-graph/sync`: a sync, or the teardown when `finalizing` is true.
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     answer(body, ctx, false)
@@ -28,10 +31,10 @@ pub fn finalize_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, R
 fn answer(body: &[u8], ctx: &HookContext, teardown: bool) -> Result<HookOutput, RequestError> {
     let req: SyncRequest = decode(body)?;
     let parent = &req.parent;
-    parent_namespace(&parent.metadata.namespace, "parent", "WorkloadSet")?;
+    parent_namespace(&parent.metadata.namespace, "parent", KIND)?;
     let plan = ctx.memo.plans.plan(parent.spec, &parent.metadata.name)?;
     let response = reconcile(&req, &plan, teardown || req.finalizing, ctx.now);
-    HookOutput::json(Subject::object("WorkloadSet", &parent.metadata), &response)
+    HookOutput::json(Subject::object(KIND, &parent.metadata), &response)
 }
 
 /// `POST /delete-graph/validate`: denies invalid specs and dependency cycles on CREATE and
@@ -58,7 +61,7 @@ fn admit(operation: &str, object: Option<&Json>, kind: &str, uid: &str) -> Admis
             .with_warnings(vec!["no object to validate; allowed".into()]);
     };
     let object_kind = object.get("kind").and_then(Json::as_str).unwrap_or(kind);
-    if object_kind != "WorkloadSet" {
+    if object_kind != KIND {
         return AdmissionResponse::allow(uid).with_warnings(vec![format!(
             "object is a '{object_kind}', not a WorkloadSet; allowed without validation"
         )]);
