@@ -10,7 +10,7 @@ use axum::http::Request;
 use http_body_util::BodyExt;
 use metahooks::config::ServeConfig;
 use metahooks::{router, AppState, Limits};
-use metahooks_hooks::{HookKind, HOOKS};
+use metahooks_hooks::{Hook, HookKind, HOOKS};
 use std::path::{Path, PathBuf};
 use tower::ServiceExt;
 
@@ -191,6 +191,32 @@ fn golden_responses_hold_only_contract_fields_and_no_floats() {
     assert!(checked > 0);
 }
 
+/// The request fixtures of `hook`, sorted: `fixtures/<controller>/<hook>-<case>.request.json`.
+fn request_fixtures(hook: &Hook) -> Vec<PathBuf> {
+    let (controller, name) = hook.id.split_once('/').unwrap();
+    let Ok(entries) = std::fs::read_dir(common::fixture(controller)) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let file = p.file_name().unwrap().to_string_lossy();
+            file.starts_with(&format!("{name}-")) && file.ends_with(".request.json")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// A request fixture meant to be refused (`<hook>-bad-request-<case>`).
+fn is_bad_request(file: &Path) -> bool {
+    file.file_name()
+        .unwrap()
+        .to_string_lossy()
+        .contains("bad-request")
+}
+
 /// The request fixtures of every hook that answers with the objects it keeps (composite sync
 /// and finalize, decorator sync), with the route and the name of that map (`children`,
 /// `attachments`); requests meant to be refused left out.
@@ -202,25 +228,15 @@ fn answering_fixtures() -> Vec<(String, &'static str, PathBuf)> {
             HookKind::CompositeSync | HookKind::CompositeFinalize | HookKind::DecoratorSync
         )
     }) {
-        let (controller, name) = hook.id.split_once('/').unwrap();
         let map = if hook.kind == HookKind::DecoratorSync {
             "attachments"
         } else {
             "children"
         };
-        let mut files: Vec<_> = std::fs::read_dir(common::fixture(controller))
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                let file = p.file_name().unwrap().to_string_lossy();
-                file.starts_with(&format!("{name}-"))
-                    && file.ends_with(".request.json")
-                    && !file.contains("bad-request")
-            })
-            .collect();
-        files.sort();
-        out.extend(files.into_iter().map(|f| (format!("/{}", hook.id), map, f)));
+        let files = request_fixtures(hook)
+            .into_iter()
+            .filter(|f| !is_bad_request(f));
+        out.extend(files.map(|f| (format!("/{}", hook.id), map, f)));
     }
     out
 }
@@ -330,39 +346,25 @@ async fn an_observed_child_of_a_type_the_hook_does_not_keep_fails_the_request() 
 /// without its parent's namespace, or with an empty one, is a 400 naming it.
 #[tokio::test]
 async fn a_parent_without_a_namespace_is_a_400_naming_it() {
-    use serde_json::{json, Map, Value};
     let mut checked = 0;
     for hook in HOOKS.iter().filter(|h| !h.kind.is_admission()) {
-        let (controller, name) = hook.id.split_once('/').unwrap();
         let at = if hook.kind == HookKind::DecoratorSync {
             "object"
         } else {
             "parent"
         };
-        let mut files: Vec<PathBuf> = std::fs::read_dir(common::fixture(controller))
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                let file = p.file_name().unwrap().to_string_lossy();
-                file.starts_with(&format!("{name}-"))
-                    && file.ends_with(".request.json")
-                    && !file.contains("bad-request")
-            })
-            .collect();
-        files.sort();
-        for file in files {
-            let request = read_json(&file);
-            let removed = |metadata: &mut Map<String, Value>| drop(metadata.remove("namespace"));
-            let emptied = |metadata: &mut Map<String, Value>| {
-                metadata.insert("namespace".into(), json!(""));
-            };
-            for (how, change) in [("absent", &removed as &dyn Fn(&mut _)), ("empty", &emptied)] {
+        let route = format!("/{}", hook.id);
+        for file in request_fixtures(hook).iter().filter(|f| !is_bad_request(f)) {
+            let request = read_json(file);
+            for empty in [false, true] {
                 let mut body = request.clone();
-                change(body[at]["metadata"].as_object_mut().unwrap());
-                let route = format!("/{}", hook.id);
+                let metadata = body[at]["metadata"].as_object_mut().unwrap();
+                metadata.remove("namespace");
+                if empty {
+                    metadata.insert("namespace".into(), "".into());
+                }
                 let (status, answer) = answer(&route, serde_json::to_vec(&body).unwrap()).await;
-                let case = format!("{}: namespace {how}", file.display());
+                let case = format!("{}: namespace empty: {empty}", file.display());
                 assert_eq!(status, 400, "{case}: {answer}");
                 assert_eq!(answer["path"], format!("{at}.metadata.namespace"), "{case}");
                 checked += 1;
@@ -404,21 +406,8 @@ async fn every_field_of_every_request_fixture_removed_or_retyped_gets_a_clear_an
     let app = fixture_router();
     let mut checked = 0;
     for hook in HOOKS {
-        let (controller, name) = hook.id.split_once('/').unwrap();
-        let Ok(entries) = std::fs::read_dir(common::fixture(controller)) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                let file = p.file_name().unwrap().to_string_lossy();
-                file.starts_with(&format!("{name}-")) && file.ends_with(".request.json")
-            })
-            .collect();
-        files.sort();
         let route = format!("/{}", hook.id);
-        for file in files {
+        for file in request_fixtures(hook) {
             let request = read_json(&file);
             let mut all = Vec::new();
             pointers(&request, "", &mut all);
