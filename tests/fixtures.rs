@@ -53,6 +53,14 @@ async fn answer_from(app: axum::Router, route: &str, body: Vec<u8>) -> (u16, ser
     )
 }
 
+/// Posts `body` to `route`, asserts that it is refused with a 400 (`case` says which request
+/// in a failure), and returns the path the error names.
+async fn refused_at(route: &str, body: &serde_json::Value, case: &str) -> String {
+    let (status, answer) = answer(route, serde_json::to_vec(body).unwrap()).await;
+    assert_eq!(status, 400, "{case}: {answer}");
+    answer["path"].as_str().unwrap_or_default().to_owned()
+}
+
 #[tokio::test]
 async fn every_fixture_pair_matches_its_golden_response() {
     let root = common::fixture("");
@@ -278,10 +286,8 @@ async fn an_observed_child_of_a_broken_shape_fails_the_request_instead_of_being_
                 for (what, breakage) in &breakages {
                     let mut body = request.clone();
                     breakage(&mut body[map][type_key][key]);
-                    let (status, answer) = answer(&route, serde_json::to_vec(&body).unwrap()).await;
                     let at = format!("{}: {key}: {what}", file.display());
-                    assert_eq!(status, 400, "{at}: {answer}");
-                    let path = answer["path"].as_str().unwrap();
+                    let path = refused_at(&route, &body, &at).await;
                     assert!(
                         path.starts_with(&format!("{map}.{type_key}.{key}")),
                         "{at}: {path}"
@@ -331,9 +337,8 @@ async fn an_observed_child_of_a_type_the_hook_does_not_keep_fails_the_request() 
             let mut body = request.clone();
             body[map][type_key] = json!({"ns/w": {"apiVersion": "v", "kind": "K",
                 "metadata": {"name": "w", "namespace": "ns"}}});
-            let (status, answer) = answer(&route, serde_json::to_vec(&body).unwrap()).await;
-            assert_eq!(status, 400, "{at}: {answer}");
-            assert_eq!(answer["path"], format!("{map}.{type_key}"), "{at}");
+            let path = refused_at(&route, &body, &at).await;
+            assert_eq!(path, format!("{map}.{type_key}"), "{at}");
             checked += 1;
         }
     }
@@ -363,10 +368,9 @@ async fn a_parent_without_a_namespace_is_a_400_naming_it() {
                 if empty {
                     metadata.insert("namespace".into(), "".into());
                 }
-                let (status, answer) = answer(&route, serde_json::to_vec(&body).unwrap()).await;
                 let case = format!("{}: namespace empty: {empty}", file.display());
-                assert_eq!(status, 400, "{case}: {answer}");
-                assert_eq!(answer["path"], format!("{at}.metadata.namespace"), "{case}");
+                let path = refused_at(&route, &body, &case).await;
+                assert_eq!(path, format!("{at}.metadata.namespace"), "{case}");
                 checked += 1;
             }
         }
