@@ -151,5 +151,5 @@ if [ -n "$echo_rows" ]; then
 fi
 printf -- "- idle RSS under 15 MB: %s; peak RSS under 200 MB: %s%s; start to ready under 100 ms: %s\n" \
   "$(verdict "$idle_kb * 1024 < 15000000")" "$(verdict "$peak_kb * 1024 < 200000000")" \
-  "$([[ " $SIZES " == *" 1700k "* ]] || echo " (without the 1.7 MB rows that set it)")" \
+  "$([[ " $SIZES " == *" 1700k "* ]] || echo " (no 1.7 MB rows in this run; they set the peak)")" \
   "$(verdict "$ready_ms < 100")"
