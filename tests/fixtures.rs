@@ -225,6 +225,16 @@ fn is_bad_request(file: &Path) -> bool {
         .contains("bad-request")
 }
 
+/// Where a hook's request holds the parent and the objects it answers for: `object` and
+/// `attachments` for a decorator sync, `parent` and `children` for every other hook.
+fn parent_and_children(kind: HookKind) -> (&'static str, &'static str) {
+    if kind == HookKind::DecoratorSync {
+        ("object", "attachments")
+    } else {
+        ("parent", "children")
+    }
+}
+
 /// The request fixtures of every hook that answers with the objects it keeps (composite sync
 /// and finalize, decorator sync), with the route and the name of that map (`children`,
 /// `attachments`); requests meant to be refused left out.
@@ -236,15 +246,11 @@ fn answering_fixtures() -> Vec<(String, &'static str, PathBuf)> {
             HookKind::CompositeSync | HookKind::CompositeFinalize | HookKind::DecoratorSync
         )
     }) {
-        let map = if hook.kind == HookKind::DecoratorSync {
-            "attachments"
-        } else {
-            "children"
-        };
+        let (_, map) = parent_and_children(hook.kind);
         let files = request_fixtures(hook)
             .into_iter()
             .filter(|f| !is_bad_request(f));
-        out.extend(files.map(|f| (format!("/{}", hook.id), map, f)));
+        out.extend(files.map(|f| (hook.route(), map, f)));
     }
     out
 }
@@ -353,12 +359,8 @@ async fn an_observed_child_of_a_type_the_hook_does_not_keep_fails_the_request() 
 async fn a_parent_without_a_namespace_is_a_400_naming_it() {
     let mut checked = 0;
     for hook in HOOKS.iter().filter(|h| !h.kind.is_admission()) {
-        let at = if hook.kind == HookKind::DecoratorSync {
-            "object"
-        } else {
-            "parent"
-        };
-        let route = format!("/{}", hook.id);
+        let (at, _) = parent_and_children(hook.kind);
+        let route = hook.route();
         for file in request_fixtures(hook).iter().filter(|f| !is_bad_request(f)) {
             let request = read_json(file);
             for empty in [false, true] {
@@ -410,7 +412,7 @@ async fn every_field_of_every_request_fixture_removed_or_retyped_gets_a_clear_an
     let app = fixture_router();
     let mut checked = 0;
     for hook in HOOKS {
-        let route = format!("/{}", hook.id);
+        let route = hook.route();
         for file in request_fixtures(hook) {
             let request = read_json(&file);
             let mut all = Vec::new();
