@@ -687,6 +687,47 @@ mod tests {
         );
     }
 
+    /// cert-rotation.md §2: CA keys made elsewhere are read too. OSM's own CA Secrets hold RSA
+    /// PKCS#8 keys; these two pairs were made with OpenSSL 3 (`openssl req -x509 -newkey
+    /// rsa:2048`, and `-newkey ec -pkeyopt ec_paramgen_curve:P-384`; testdata/README.md).
+    /// Each is usable and signs leaves, with the algorithm of its key (§3.4), that it verifies.
+    #[test]
+    fn openssl_rsa_and_p384_cas_are_usable_and_sign_with_their_own_algorithm() {
+        let cases = [
+            (
+                include_str!("../testdata/rsa2048-ca.crt"),
+                include_str!("../testdata/rsa2048-ca.key"),
+                x509_parser::oid_registry::OID_PKCS1_SHA256WITHRSA,
+            ),
+            (
+                include_str!("../testdata/p384-ca.crt"),
+                include_str!("../testdata/p384-ca.key"),
+                x509_parser::oid_registry::OID_SIG_ECDSA_WITH_SHA384,
+            ),
+        ];
+        for (i, (crt, key, algorithm)) in cases.iter().enumerate() {
+            let ca = Ca::from_secret(Some(crt.as_bytes()), Some(key.as_bytes()), NOW).unwrap();
+            let leaf = ca
+                .issue(&plain_leaf(Duration::hours(24)), NOW, &mut rng())
+                .unwrap();
+            let der = first_certificate(leaf.cert_pem.as_bytes()).unwrap();
+            assert_eq!(
+                &parse(&der).unwrap().signature_algorithm.algorithm,
+                algorithm
+            );
+            let facts = ca
+                .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
+                .unwrap();
+            assert!(facts.signed_by_ca, "{algorithm}");
+            // The two keys are not interchangeable.
+            let other = cases[1 - i].1;
+            assert_eq!(
+                Ca::from_secret(Some(crt.as_bytes()), Some(other.as_bytes()), NOW).err(),
+                Some(PkiError::KeyMismatch("private.key"))
+            );
+        }
+    }
+
     /// Found by the fuzzer: a CA whose subject has an attribute type that x509-parser reads
     /// with a first arc above 2 (here the O attribute's `55 04 0a`, 2.5.4.10, patched to
     /// `95 04 0a`) made rcgen panic while it wrote the leaf's issuer. Issuing now fails with
@@ -807,6 +848,42 @@ mod tests {
         let der = pem_blocks(one.key_pem.as_bytes()).next().unwrap().contents;
         assert!(embedded_ec_public_key(&der).is_some());
         assert!(embedded_ec_public_key(b"\x30\x03\x02\x01\x00").is_none());
+        // Keys without one (RSA) are parsed in full and compared.
+        let rsa_crt = include_str!("../testdata/rsa2048-ca.crt").as_bytes();
+        let rsa_key = include_str!("../testdata/rsa2048-ca.key").as_bytes();
+        let p384_crt = include_str!("../testdata/p384-ca.crt").as_bytes();
+        assert!(embedded_ec_public_key(&pem_blocks(rsa_key).next().unwrap().contents).is_none());
+        assert!(ca.inspect_leaf(rsa_crt, rsa_key).is_some());
+        assert!(ca.inspect_leaf(p384_crt, rsa_key).is_none(), "an RSA key");
+    }
+
+    /// RFC 5280 §4.1.2.5: a certificate is valid through its notAfter, inclusive.
+    #[test]
+    fn a_ca_is_usable_through_its_not_after_second() {
+        assert_eq!(check_expiry(NOW, NOW), Ok(()));
+        assert_eq!(
+            check_expiry(NOW, NOW + Duration::seconds(1)),
+            Err(PkiError::Expired("ca.crt"))
+        );
+    }
+
+    /// DER lengths: short and long forms; indefinite, over four bytes or cut short is refused.
+    #[test]
+    fn der_elements_are_read_with_definite_lengths_only() {
+        assert_eq!(
+            der_element(b"\x04\x01\xaa\xbb"),
+            Some((4, &b"\xaa"[..], &b"\xbb"[..]))
+        );
+        assert_eq!(
+            der_element(b"\x04\x81\x01\xaa"),
+            Some((4, &b"\xaa"[..], &b""[..]))
+        );
+        let indefinite = [&b"\x04\x80"[..], &[0; 200]].concat();
+        assert_eq!(der_element(&indefinite), None);
+        assert_eq!(der_element(b"\x04\x85\x00\x00\x00\x00\x01\xaa"), None);
+        assert_eq!(der_element(b"\x04\x82\x01"), None);
+        assert_eq!(der_element(b"\x04\x02\xaa"), None);
+        assert_eq!(der_element(b"\x04"), None);
     }
 
     #[test]
