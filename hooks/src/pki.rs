@@ -878,6 +878,13 @@ mod tests {
             der_element(b"\x04\x81\x01\xaa"),
             Some((4, &b"\xaa"[..], &b""[..]))
         );
+        assert_eq!(der_element(b"\x04\x81\x00"), Some((4, &b""[..], &b""[..])));
+        let long = [&b"\x04\x82\x01\x00"[..], &[7; 256]].concat();
+        assert_eq!(der_element(&long), Some((4, &[7; 256][..], &b""[..])));
+        assert_eq!(
+            der_element(b"\x04\x84\x00\x00\x00\x01\xaa"),
+            Some((4, &b"\xaa"[..], &b""[..]))
+        );
         let indefinite = [&b"\x04\x80"[..], &[0; 200]].concat();
         assert_eq!(der_element(&indefinite), None);
         assert_eq!(der_element(b"\x04\x85\x00\x00\x00\x00\x01\xaa"), None);
@@ -886,35 +893,36 @@ mod tests {
         assert_eq!(der_element(b"\x04"), None);
     }
 
+    /// Fills each draw with the next of `bytes` (the last one repeated).
+    struct Draws(Vec<u8>);
+    impl rand_core::RngCore for Draws {
+        fn next_u32(&mut self) -> u32 {
+            let mut b = [0; 4];
+            self.fill_bytes(&mut b);
+            u32::from_le_bytes(b)
+        }
+        fn next_u64(&mut self) -> u64 {
+            let mut b = [0; 8];
+            self.fill_bytes(&mut b);
+            u64::from_le_bytes(b)
+        }
+        fn fill_bytes(&mut self, d: &mut [u8]) {
+            let b = if self.0.len() > 1 {
+                self.0.remove(0)
+            } else {
+                self.0[0]
+            };
+            d.fill(b)
+        }
+        fn try_fill_bytes(&mut self, d: &mut [u8]) -> Result<(), rand_core::Error> {
+            self.fill_bytes(d);
+            Ok(())
+        }
+    }
+    impl rand_core::CryptoRng for Draws {}
+
     #[test]
     fn keys_come_from_the_random_source() {
-        /// Fills each draw with the next of `bytes` (the last one repeated).
-        struct Draws(Vec<u8>);
-        impl rand_core::RngCore for Draws {
-            fn next_u32(&mut self) -> u32 {
-                let mut b = [0; 4];
-                self.fill_bytes(&mut b);
-                u32::from_le_bytes(b)
-            }
-            fn next_u64(&mut self) -> u64 {
-                let mut b = [0; 8];
-                self.fill_bytes(&mut b);
-                u64::from_le_bytes(b)
-            }
-            fn fill_bytes(&mut self, d: &mut [u8]) {
-                let b = if self.0.len() > 1 {
-                    self.0.remove(0)
-                } else {
-                    self.0[0]
-                };
-                d.fill(b)
-            }
-            fn try_fill_bytes(&mut self, d: &mut [u8]) -> Result<(), rand_core::Error> {
-                self.fill_bytes(d);
-                Ok(())
-            }
-        }
-        impl rand_core::CryptoRng for Draws {}
         let secret_of =
             |pair: &PemPair| pem_blocks(pair.key_pem.as_bytes()).next().unwrap().contents;
 
@@ -933,6 +941,17 @@ mod tests {
             generate_ca("a", "td", NOW, &mut Draws(vec![0xff])),
             Err(PkiError::KeyGeneration)
         ));
+    }
+
+    /// §3.4: a positive serial whatever the source gives, and never a leading zero octet.
+    #[test]
+    fn serials_are_positive_sixteen_octets() {
+        for (draw, first) in [(0xff, 0x7f), (0x00, 0x01), (0x80, 0x01)] {
+            let serial = serial(&mut Draws(vec![draw]));
+            let bytes = serial.to_bytes();
+            assert_eq!(bytes.len(), 16);
+            assert_eq!((bytes[0], bytes[15]), (first, draw), "draws of {draw:#x}");
+        }
     }
 
     /// A PEM `CERTIFICATE` block around `der`.
