@@ -33,3 +33,16 @@ impl RequestError {
         RequestError { path, ..self }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RequestError;
+
+    #[test]
+    fn within_puts_the_prefix_before_fields_and_indexes() {
+        let at = |path: &str| RequestError::new(path, "m").within("parent.spec").path;
+        assert_eq!(at("."), "parent.spec");
+        assert_eq!(at("workloads.a"), "parent.spec.workloads.a");
+        assert_eq!(at("[0].a"), "parent.spec[0].a");
+    }
+}

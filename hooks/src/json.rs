@@ -192,17 +192,8 @@ impl<'de: 'a, 'a> Visitor<'de> for JsonVisitor<'a> {
     fn visit_str<E>(self, v: &str) -> Result<Json<'a>, E> {
         Ok(Json::String(Cow::Owned(v.to_owned())))
     }
-    fn visit_string<E>(self, v: String) -> Result<Json<'a>, E> {
-        Ok(Json::String(Cow::Owned(v)))
-    }
-    fn visit_none<E>(self) -> Result<Json<'a>, E> {
-        Ok(Json::Null)
-    }
     fn visit_unit<E>(self) -> Result<Json<'a>, E> {
         Ok(Json::Null)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Json<'a>, D::Error> {
-        Json::deserialize(d)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'a>, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));

@@ -577,6 +577,22 @@ fn rule_6_mutate_labels_new_requests() {
         patch_of(&r),
         json!([{"op": "add", "path": "/metadata/labels", "value": {"app.kubernetes.io/managed-by": "keptn"}}])
     );
+    // Labels that are null, or no metadata at all: the whole map, or the whole metadata.
+    let r = answer(review(
+        "CREATE",
+        "KeptnAppCreationRequest",
+        Some(Value::Null),
+    ));
+    assert_eq!(
+        patch_of(&r),
+        json!([{"op": "add", "path": "/metadata/labels", "value": {"app.kubernetes.io/managed-by": "keptn"}}])
+    );
+    let mut bare = review("CREATE", "KeptnAppCreationRequest", None);
+    bare["request"]["object"] = json!({"kind": "KeptnAppCreationRequest"});
+    assert_eq!(
+        patch_of(&answer(bare)),
+        json!([{"op": "add", "path": "/metadata", "value": {"labels": {"app.kubernetes.io/managed-by": "keptn"}}}])
+    );
     for r in [
         answer(review(
             "CREATE",

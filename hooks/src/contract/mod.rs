@@ -187,6 +187,19 @@ mod tests {
         assert!(!e.message.contains("PRIVATE"));
     }
 
+    /// serde quotes strings as Rust's `{:?}` does: a backslash doubled, a quote escaped.
+    #[test]
+    fn redaction_ends_each_quoted_string_at_its_closing_quote() {
+        assert_eq!(
+            redact_strings(r#"invalid type: string "k\\", expected i64 at line 1 column 9"#),
+            "invalid type: a string, expected i64 at line 1 column 9"
+        );
+        assert_eq!(
+            redact_strings(r#"string "a\"b" and string "c" end"#),
+            "a string and a string end"
+        );
+    }
+
     #[test]
     fn decode_puts_a_missing_field_into_the_path() {
         let e = decode::<Probe>(br#"{"parent": {}}"#).unwrap_err();
