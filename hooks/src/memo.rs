@@ -75,12 +75,8 @@ impl<V> Recent<V> {
     }
 
     /// How many values are remembered.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     fn lock(&self) -> MutexGuard<'_, VecDeque<Entry<V>>> {
@@ -140,6 +136,15 @@ mod tests {
         assert_eq!(recent.len(), 2);
         recent.store(digest(4), Arc::new(4), 101);
         assert!(recent.recall(&digest(4)).is_none());
+        assert_eq!(recent.len(), 2);
+        // The bound itself is allowed: a value of exactly 100 bytes is kept, alone.
+        recent.store(digest(5), Arc::new(5), 100);
+        assert!(recent.recall(&digest(5)).is_some());
+        assert_eq!(recent.len(), 1);
+        // And so are values that fill it exactly together.
+        let recent = Recent::new(10, 100);
+        recent.store(digest(1), Arc::new(1), 40);
+        recent.store(digest(2), Arc::new(2), 60);
         assert_eq!(recent.len(), 2);
     }
 }

@@ -126,13 +126,10 @@ impl CheckedLeaves {
     }
 
     /// How many leaves are remembered (both generations).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         let guard = self.lock();
         guard[0].len() + guard[1].len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -188,12 +185,9 @@ impl CheckedCas {
     }
 
     /// How many CAs are remembered.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.recent.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.recent.is_empty()
     }
 }
 
