@@ -291,7 +291,12 @@ fn rule_5_malformed_request_never_drops_a_managed_app() {
         Some("keptn"),
         json!({"version": "1", "workloads": []}),
     );
-    for bad in [json!(null), json!(""), json!(7), json!("Not_DNS")] {
+    for (bad, problem) in [
+        (json!(null), "is missing"),
+        (json!(""), "is empty"),
+        (json!(7), "is not a string"),
+        (json!("Not_DNS"), "is not a DNS-1123 subdomain"),
+    ] {
         let mut k = kacr("bad", bad.clone(), "2026-06-01T11:00:00Z", false);
         if bad.is_null() {
             k["spec"] = json!({});
@@ -309,10 +314,10 @@ fn rule_5_malformed_request_never_drops_a_managed_app() {
             (ready["status"].as_str(), ready["reason"].as_str()),
             (Some("False"), Some("MalformedObjects"))
         );
-        assert!(ready["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("KeptnAppCreationRequest bad: spec.appName"));
+        assert_eq!(
+            ready["message"],
+            format!("KeptnAppCreationRequest bad: spec.appName {problem}")
+        );
     }
 }
 
@@ -402,6 +407,22 @@ fn rule_4_2_workload_without_version_holds_its_app() {
         vec![],
     );
     assert!(child(&run(&body), "KeptnApp", "new").is_none());
+    // A version that is not a string is named as such, and holds the app the same way.
+    let mut numbered = workload("w", "new", None);
+    numbered["spec"]["version"] = json!(7);
+    let body = request(
+        spec(),
+        vec![kacr("k", json!("new"), "2026-06-01T11:00:00Z", false)],
+        vec![],
+        vec![numbered, workload("v", "new", None)],
+        vec![],
+    );
+    let resp = run(&body);
+    assert!(child(&resp, "KeptnApp", "new").is_none());
+    assert_eq!(
+        resp["status"]["conditions"][0]["message"],
+        "KeptnWorkload v: spec.version is missing; KeptnWorkload w: spec.version is not a string"
+    );
 }
 
 #[test]
