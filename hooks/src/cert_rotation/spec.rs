@@ -148,6 +148,10 @@ mod tests {
                 "spec.certificates[0].secretName is missing",
             ),
             (
+                json!({"trustBundle": {"configMapName": "b"}, "certificates": [{"secretName": "Leaf_TLS", "commonName": "x"}]}),
+                "spec.certificates[0].secretName is not a DNS-1123 name",
+            ),
+            (
                 json!({"trustBundle": {"configMapName": "b"}, "certificates": [{"secretName": "a", "commonName": "x"}, {"secretName": "a", "commonName": "y"}]}),
                 "spec.certificates[1].secretName 'a' is used twice",
             ),

@@ -461,3 +461,111 @@ fn a_shared_memo_checks_each_ca_once_and_follows_changed_ca_secrets() {
     ));
     assert_eq!(ready(&refused), ("False".into(), "CAUnavailable".into()));
 }
+
+/// The `ca.crt` text of a CA Secret made by `ca_secret`.
+fn ca_pem(secret: &Value) -> String {
+    let text = crate::pki::from_base64(secret["data"]["ca.crt"].as_str().unwrap()).unwrap();
+    String::from_utf8(text).unwrap()
+}
+
+/// The trust PEM of a response: the ConfigMap's text, and the same in every leaf's `ca.crt`.
+fn trust_pem(resp: &Value) -> String {
+    let children = resp["children"].as_array().unwrap();
+    let bundle = children[0]["data"]["ca.crt"].as_str().unwrap().to_owned();
+    for leaf in &children[1..] {
+        assert_eq!(leaf["data"]["ca.crt"], b64(bundle.as_bytes()));
+    }
+    bundle
+}
+
+#[test]
+fn rule_2_trust_pem_is_signer_then_a_different_validator_each_ending_in_a_newline() {
+    let a_ca = ca_secret("a-ca", "a");
+    let z_ca = ca_secret("z-ca", "z");
+    let pair = [
+        mrc("a", json!("passive"), tresor("a-ca")),
+        mrc("z", json!("active"), tresor("z-ca")),
+    ];
+    let both = [a_ca.clone(), z_ca.clone()];
+    let resp = run(&request(spec(), json!({}), &pair, &both, &[]));
+    assert_eq!(trust_pem(&resp), ca_pem(&z_ca) + &ca_pem(&a_ca));
+
+    // One MRC: its text once.
+    let single = [mrc("z", json!("active"), tresor("z-ca"))];
+    let resp = run(&request(spec(), json!({}), &single, &both, &[]));
+    assert_eq!(trust_pem(&resp), ca_pem(&z_ca));
+
+    // Two MRCs naming one user Secret: the same text, once.
+    let shared = [
+        mrc("a", json!("passive"), tresor("z-ca")),
+        mrc("z", json!("active"), tresor("z-ca")),
+    ];
+    let resp = run(&request(spec(), json!({}), &shared, &both, &[]));
+    assert_eq!(resp["status"]["validatingIssuer"], "a");
+    assert_eq!(trust_pem(&resp), ca_pem(&z_ca));
+
+    // A text without its last newline is taken verbatim and given one.
+    let mut bare = z_ca.clone();
+    let trimmed = ca_pem(&z_ca).trim_end().to_owned();
+    bare["data"]["ca.crt"] = json!(b64(trimmed.as_bytes()));
+    let resp = run(&request(
+        spec(),
+        json!({}),
+        &pair,
+        &[a_ca.clone(), bare],
+        &[],
+    ));
+    assert_eq!(trust_pem(&resp), trimmed + "\n" + &ca_pem(&a_ca));
+}
+
+#[test]
+fn rule_1_terminating_and_other_namespaces_mrcs_are_ignored() {
+    let mut terminating = mrc("b", json!("active"), tresor("b-ca"));
+    terminating["metadata"]["deletionTimestamp"] = json!("2026-06-01T11:00:00Z");
+    let mut elsewhere = mrc("c", json!("active"), tresor("c-ca"));
+    elsewhere["metadata"]["namespace"] = json!("other");
+    let mrcs = [
+        mrc("a", json!("active"), tresor("a-ca")),
+        terminating,
+        elsewhere,
+    ];
+    let secrets = [
+        ca_secret("a-ca", "a"),
+        ca_secret("b-ca", "b"),
+        ca_secret("c-ca", "c"),
+    ];
+    let resp = run(&request(spec(), json!({}), &mrcs, &secrets, &[]));
+    assert_eq!(ready(&resp), ("True".into(), "IssuersReady".into()));
+    assert_eq!(
+        (
+            resp["status"]["signingIssuer"].as_str(),
+            resp["status"]["validatingIssuer"].as_str()
+        ),
+        (Some("a"), Some("a"))
+    );
+}
+
+#[test]
+fn rule_3_6_combination_messages_name_the_mrcs_in_use() {
+    let message = |mrcs: &[Value]| {
+        let resp = run(&request(spec(), json!({}), mrcs, &[], &[]));
+        resp["status"]["conditions"][0]["message"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        message(&[mrc("a", json!("inactive"), tresor("a-ca"))]),
+        "no MeshRootCertificate is active or passive"
+    );
+    assert_eq!(
+        message(&[
+            mrc("c", json!("active"), tresor("c-ca")),
+            mrc("a", json!("passive"), tresor("a-ca")),
+            mrc("b", json!(null), tresor("b-ca")),
+            mrc("d", json!("passive"), tresor("d-ca")),
+            mrc("e", json!("active"), tresor("e-ca")),
+        ]),
+        "MeshRootCertificates in use: a, c, d, e"
+    );
+}
