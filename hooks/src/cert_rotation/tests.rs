@@ -569,3 +569,33 @@ fn rule_3_6_combination_messages_name_the_mrcs_in_use() {
         "MeshRootCertificates in use: a, c, d, e"
     );
 }
+
+#[test]
+fn rule_3_3_a_leaf_is_kept_only_under_both_issuer_annotations() {
+    let mrcs = [mrc("a", json!("active"), tresor("a-ca"))];
+    let secrets = [ca_secret("a-ca", "a")];
+    let first = run(&request(spec(), json!({}), &mrcs, &secrets, &[]));
+    let leaf = first["children"][1].clone();
+    let again = |leaf: &Value| {
+        let resp = run(&request(
+            spec(),
+            json!({}),
+            &mrcs,
+            &secrets,
+            std::slice::from_ref(leaf),
+        ));
+        resp["children"][1]["data"]["tls.crt"] == leaf["data"]["tls.crt"]
+    };
+    assert!(again(&leaf), "kept as it is");
+    for annotation in [
+        "metahooks.dev/signing-issuer",
+        "metahooks.dev/validating-issuer",
+    ] {
+        let mut stale = leaf.clone();
+        stale["metadata"]["annotations"][annotation] = json!("b");
+        assert!(
+            !again(&stale),
+            "{annotation} names another MRC: issued again"
+        );
+    }
+}
