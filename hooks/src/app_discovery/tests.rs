@@ -653,3 +653,21 @@ fn rule_3_customize_asks_for_the_namespace_only() {
         "parent.metadata.namespace"
     );
 }
+
+/// A workload is read for its name alone, and one without a name is refused all the same: the
+/// app's workload list could not name it.
+#[test]
+fn a_workload_without_a_name_is_a_request_error_naming_it() {
+    let body = request(
+        spec(),
+        vec![],
+        vec![],
+        vec![workload("", "shop", Some("1"))],
+        vec![],
+    );
+    let err = decode::<SyncRequest>(&body).unwrap_err();
+    assert_eq!(
+        err.path,
+        "related.KeptnWorkload.lifecycle.keptn.sh/v1..metadata.name"
+    );
+}

@@ -587,6 +587,15 @@ fn rule_3_3_a_leaf_is_kept_only_under_both_issuer_annotations() {
         resp["children"][1]["data"]["tls.crt"] == leaf["data"]["tls.crt"]
     };
     assert!(again(&leaf), "kept as it is");
+    // Its renewal point is two thirds into its 24h: 16h from now, as when it was issued.
+    let kept = run(&request(
+        spec(),
+        json!({}),
+        &mrcs,
+        &secrets,
+        std::slice::from_ref(&leaf),
+    ));
+    assert_eq!(kept["resyncAfterSeconds"], 16 * 3600);
     for annotation in [
         "metahooks.dev/signing-issuer",
         "metahooks.dev/validating-issuer",

@@ -246,9 +246,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'a>, E> {
                 Ok(Text(Cow::Owned(v.to_owned())))
             }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Text<'a>, E> {
-                Ok(Text(Cow::Owned(v)))
-            }
         }
         d.deserialize_str(TextVisitor(std::marker::PhantomData))
     }
