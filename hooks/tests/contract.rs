@@ -37,6 +37,8 @@ fn composite_request_decodes_v1_and_v2_keys_alike() {
         assert!(req.children.get("Deployment.apps/v1").is_empty());
         assert!(req.children.get("Missing.v1").is_empty());
         assert_eq!(req.related.get("Secret.v1").len(), 1);
+        assert_eq!((req.children.len(), req.related.len()), (1, 1));
+        assert!(!req.children.is_empty() && !req.related.is_empty());
         assert!(req.finalizing);
     }
 }

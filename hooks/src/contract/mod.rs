@@ -187,6 +187,21 @@ mod tests {
         assert!(!e.message.contains("PRIVATE"));
     }
 
+    /// A lenient string tells a string (borrowed or unescaped) from null and from any other
+    /// JSON type.
+    #[test]
+    fn lenient_strings_tell_absent_from_other_types() {
+        fn read(text: &str) -> object::Lenient<'_> {
+            decode(text.as_bytes()).unwrap()
+        }
+        assert_eq!(read(r#""v1""#).as_str(), Some("v1"));
+        assert_eq!(read(r#""v\u0031""#).as_str(), Some("v1"));
+        assert_eq!(read("null"), object::Lenient::Absent);
+        for other in ["true", "-1", "1", "1.5", "[1, [2]]", r#"{"a": {"b": 1}}"#] {
+            assert_eq!(read(other), object::Lenient::Other, "{other}");
+        }
+    }
+
     /// serde quotes strings as Rust's `{:?}` does: a backslash doubled, a quote escaped.
     #[test]
     fn redaction_ends_each_quoted_string_at_its_closing_quote() {

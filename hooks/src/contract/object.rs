@@ -355,13 +355,7 @@ impl<'de: 'a, 'a> Visitor<'de> for LenientVisitor<'a> {
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Lenient<'a>, E> {
         Ok(Lenient::Str(v.to_owned().into()))
     }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Lenient<'a>, E> {
-        Ok(Lenient::Str(v.into()))
-    }
     fn visit_unit<E: de::Error>(self) -> Result<Lenient<'a>, E> {
-        Ok(Lenient::Absent)
-    }
-    fn visit_none<E: de::Error>(self) -> Result<Lenient<'a>, E> {
         Ok(Lenient::Absent)
     }
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<Lenient<'a>, E> {
@@ -424,14 +418,6 @@ impl RawString<'_> {
         }
     }
 }
-
-impl PartialEq for RawString<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.get() == other.0.get()
-    }
-}
-
-impl Eq for RawString<'_> {}
 
 impl<'de: 'a, 'a> Deserialize<'de> for RawString<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

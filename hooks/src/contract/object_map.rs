@@ -62,9 +62,6 @@ impl<'de, T: Deserialize<'de> + Named> Visitor<'de> for ObjectMapVisitor<T> {
     fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
         Ok(ObjectMap::default())
     }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(ObjectMap::default())
-    }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
@@ -97,9 +94,6 @@ impl<'de, T: Deserialize<'de> + Named> Visitor<'de> for ObjectsVisitor<T> {
         f.write_str("a map from object key to object")
     }
     fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Objects(Vec::new()))
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
         Ok(Objects(Vec::new()))
     }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {

@@ -38,10 +38,6 @@ impl DeleteGraph {
             .flat_map(|s| s.iter().map(String::as_str))
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.edges.is_empty()
-    }
-
     /// Strongly connected components of the graph restricted to `nodes` (Tarjan, iterative):
     /// maps each of `nodes` to a component id.
     pub fn components<'a>(&'a self, nodes: &HashSet<&'a str>) -> HashMap<&'a str, usize> {

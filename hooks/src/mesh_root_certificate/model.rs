@@ -200,7 +200,7 @@ impl<'a> DataObject<'a> {
 }
 
 /// A Secret or ConfigMap in a response.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DataObjectOut<'a> {
     pub api_version: &'static str,
@@ -214,7 +214,7 @@ pub struct DataObjectOut<'a> {
 /// A value of a Secret or ConfigMap in a response: made by the hook, or already JSON text
 /// (written back as the request had it, or made once for many objects, see
 /// [`DataValue::shared`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum DataValue<'a> {
     Made(String),
