@@ -125,6 +125,22 @@ fn rule_3_pod_name_hash_matches_python_canonical_json() {
     );
     assert_eq!(pod["metadata"]["namespace"], "ns");
     assert!(pod["metadata"].get("ownerReferences").is_none());
+    assert_eq!(
+        pod["spec"],
+        json!({"containers": [{"name": "db", "image": "postgres:16"}], "restartPolicy": "Never"})
+    );
+}
+
+/// §3: the Pod's spec is the template's, its own `restartPolicy` overwritten by the mapped one.
+#[test]
+fn rule_3_the_template_restart_policy_is_overwritten() {
+    let w = json!({"job": {"restartPolicy": "ON_FAILURE", "template": {"spec": {
+        "restartPolicy": "Always", "containers": [{"name": "j", "image": "busybox"}], "nodeName": "n1"}}}});
+    let resp = run(&request(w, vec![], false), false);
+    assert_eq!(
+        resp["children"][0]["spec"],
+        json!({"containers": [{"name": "j", "image": "busybox"}], "nodeName": "n1", "restartPolicy": "OnFailure"})
+    );
 }
 
 #[test]
