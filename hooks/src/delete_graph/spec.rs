@@ -431,6 +431,19 @@ mod tests {
             v.invalid.unwrap().message,
             "workload 'a': Pod name would exceed 253 characters"
         );
+        // `<set>-a-<10 hex>` of exactly 253 characters is allowed.
+        assert!(validate(&s, &"s".repeat(240)).invalid.is_none());
+    }
+
+    #[test]
+    fn rule_3_dependencies_annotation_lists_each_dependency_once_in_name_order() {
+        let s = Json::from(json!({"workloads": {"c": {"template": container(),
+            "dependencies": {"b": "ADD_COND_RUNNING", "a": "ADD_COND_FAILED"}}}}));
+        let v = validate(&s, "s");
+        assert_eq!(
+            v.workloads[0].dependencies_annotation(),
+            r#"{"a":"ADD_COND_FAILED","b":"ADD_COND_RUNNING"}"#
+        );
     }
 
     #[test]

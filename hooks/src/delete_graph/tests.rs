@@ -768,3 +768,63 @@ fn a_spec_beyond_the_memo_bound_is_planned_but_not_remembered() {
         assert_eq!(memo.len(), remembered);
     }
 }
+
+/// §9: the validating webhook, on one object. Warnings for dependencies that are missing or
+/// can never hold (every policy and condition that cannot), a denial for an invalid spec, and
+/// anything but a CREATE or UPDATE of a WorkloadSet allowed.
+#[test]
+fn rule_9_validation_warns_denies_and_lets_the_rest_pass() {
+    let review = |operation: &str, object: Value| {
+        let request = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u-9", "operation": operation, "object": object,
+                        "kind": {"group": "metahooks.dev", "version": "v1alpha1", "kind": "WorkloadSet"}}});
+        crate::registry::answer_of(super::validate_hook, &request, NOW)["response"].clone()
+    };
+    let set = |workloads: Value| {
+        json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "WorkloadSet",
+               "metadata": {"name": "s", "namespace": "ns"}, "spec": {"workloads": workloads}})
+    };
+    let policy = |p: &str| json!({"restartPolicy": p, "template": template("img")});
+    let workloads = json!({
+        "always": policy("ALWAYS"), "on-failure": policy("ON_FAILURE"), "never": policy("NEVER"),
+        "user": workload(json!({
+            "always": "ADD_COND_SUCCEEDED", "cache": "ADD_COND_RUNNING",
+            "never": "ADD_COND_FAILED", "on-failure": "ADD_COND_FAILED"})),
+        "user2": workload(json!({"always": "ADD_COND_FAILED", "on-failure": "ADD_COND_SUCCEEDED"})),
+    });
+    let can_never = |w: &str, c: &str, d: &str, p: &str| {
+        format!("workload '{w}': condition {c} on '{d}' can never hold with restartPolicy {p}")
+    };
+    for operation in ["CREATE", "UPDATE"] {
+        let answer = review(operation, set(workloads.clone()));
+        assert_eq!(
+            answer,
+            json!({"uid": "u-9", "allowed": true, "warnings": [
+                can_never("user", "ADD_COND_SUCCEEDED", "always", "ALWAYS"),
+                "workload 'user' depends on 'cache', which is not part of this WorkloadSet; it waits until such a workload exists",
+                can_never("user", "ADD_COND_FAILED", "on-failure", "ON_FAILURE"),
+                can_never("user2", "ADD_COND_FAILED", "always", "ALWAYS"),
+            ]}),
+            "{operation}"
+        );
+    }
+    let invalid = review("CREATE", set(json!({"a": {"template": {}}})));
+    assert_eq!(invalid["allowed"], false);
+    assert_eq!(invalid["status"]["code"], 403);
+    for answer in [
+        review("DELETE", set(workloads.clone())),
+        review("CONNECT", set(json!({"a": {"template": {}}}))),
+    ] {
+        assert_eq!(answer, json!({"uid": "u-9", "allowed": true}));
+    }
+    let mut other = set(workloads);
+    other["kind"] = json!("ConfigMap");
+    assert_eq!(
+        review("CREATE", other)["warnings"],
+        json!(["object is a 'ConfigMap', not a WorkloadSet; allowed without validation"])
+    );
+    assert_eq!(
+        review("CREATE", Value::Null)["warnings"],
+        json!(["no object to validate; allowed"])
+    );
+}
