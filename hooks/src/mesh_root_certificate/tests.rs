@@ -356,6 +356,128 @@ fn rule_6_validate_create() {
     assert!(validate(&review("CREATE", Some(m), None, "u").request).allowed);
 }
 
+/// §6 `provider-fields`: each field of each provider, broken in turn, is named; the same
+/// providers whole are admitted.
+#[test]
+fn rule_6_provider_fields_are_each_checked() {
+    let vault = json!({"vault": {"host": "v", "role": "r", "protocol": "https", "port": 8200,
+        "token": {"secretKeyRef": {"name": "n", "key": "k", "namespace": "ns"}}}});
+    let cert_manager =
+        json!({"certManager": {"issuerName": "i", "issuerKind": "Issuer", "issuerGroup": "g"}});
+    let tresor = mrc("a", "active", None)["spec"]["provider"].clone();
+    let cases = [
+        (
+            &tresor,
+            "/tresor/ca/secretRef/name",
+            json!(""),
+            "tresor.ca.secretRef.name must not be empty",
+        ),
+        (
+            &tresor,
+            "/tresor/ca/secretRef/namespace",
+            json!(""),
+            "tresor.ca.secretRef.namespace must not be empty",
+        ),
+        (
+            &vault,
+            "/vault/host",
+            json!(""),
+            "vault.host must not be empty",
+        ),
+        (
+            &vault,
+            "/vault/role",
+            json!(null),
+            "vault.role must not be empty",
+        ),
+        (
+            &vault,
+            "/vault/protocol",
+            json!("ftp"),
+            "vault.protocol must be http or https",
+        ),
+        (
+            &vault,
+            "/vault/port",
+            json!(0),
+            "vault.port must be between 1 and 65535",
+        ),
+        (
+            &vault,
+            "/vault/port",
+            json!(65536),
+            "vault.port must be between 1 and 65535",
+        ),
+        (
+            &vault,
+            "/vault/port",
+            json!("8200"),
+            "vault.port must be between 1 and 65535",
+        ),
+        (
+            &vault,
+            "/vault/token/secretKeyRef/name",
+            json!(""),
+            "vault.token.secretKeyRef.name must not be empty",
+        ),
+        (
+            &vault,
+            "/vault/token/secretKeyRef/key",
+            json!(""),
+            "vault.token.secretKeyRef.key must not be empty",
+        ),
+        (
+            &vault,
+            "/vault/token/secretKeyRef/namespace",
+            json!(""),
+            "vault.token.secretKeyRef.namespace must not be empty",
+        ),
+        (
+            &cert_manager,
+            "/certManager/issuerName",
+            json!(""),
+            "certManager.issuerName must not be empty",
+        ),
+        (
+            &cert_manager,
+            "/certManager/issuerKind",
+            json!("Other"),
+            "certManager.issuerKind must be Issuer or ClusterIssuer",
+        ),
+        (
+            &cert_manager,
+            "/certManager/issuerGroup",
+            json!(""),
+            "certManager.issuerGroup must not be empty",
+        ),
+    ];
+    let with_provider = |provider: Value| {
+        let mut m = mrc("a", "active", None);
+        m["spec"]["provider"] = provider;
+        validate(&review("CREATE", Some(m), None, "u").request)
+    };
+    for (provider, pointer, value, problem) in cases {
+        let mut broken = provider.clone();
+        *broken.pointer_mut(pointer).unwrap() = value;
+        assert_eq!(
+            denial(&with_provider(broken)).as_deref(),
+            Some(
+                format!("provider-fields: MeshRootCertificate mesh/a: spec.provider.{problem}")
+                    .as_str()
+            ),
+            "{pointer}"
+        );
+    }
+    for port in [1, 65535] {
+        let mut edge = vault.clone();
+        edge["vault"]["port"] = json!(port);
+        assert!(with_provider(edge).allowed, "port {port}");
+    }
+    for provider in [tresor, vault, cert_manager] {
+        assert!(with_provider(provider.clone()).allowed, "{provider}");
+    }
+}
+
 #[test]
 fn rule_6_validate_update() {
     let old = mrc("a", "active", None);
