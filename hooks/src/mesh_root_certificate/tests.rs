@@ -147,6 +147,70 @@ fn rule_4_1_missing_ca_in_use_is_not_generated() {
     assert_eq!(resp["attachments"], json!([]));
     assert_eq!(resp["status"]["state"], "error");
     assert_eq!(accepted(&resp), ("False", "CASecretMissing"));
+    // Validating alone is in use too.
+    let n = mrc("n", "passive", Some("validatingRollout"));
+    let resp = run(
+        &n,
+        &[],
+        std::slice::from_ref(&n),
+        &[manager(Some("a"), Some("n"))],
+        &[],
+    );
+    assert_eq!(resp["attachments"], json!([]));
+    assert_eq!(accepted(&resp), ("False", "CASecretMissing"));
+}
+
+/// §4.1: the user's CA is the Secret of that name in the MRC's own namespace; one of the same
+/// name elsewhere is not it, and the CA is generated.
+#[test]
+fn rule_4_1_a_secret_of_the_name_in_another_namespace_is_not_the_users_ca() {
+    let m = mrc("b", "inactive", None);
+    let mut elsewhere = ca_secret("b-ca");
+    elsewhere["metadata"]["namespace"] = json!("other");
+    let body = serde_json::to_vec(&json!({"controller": {}, "object": m,
+        "attachments": {},
+        "related": {"Secret.v1": {"other/b-ca": elsewhere, "mesh/x": ca_secret("x")}}}))
+    .unwrap();
+    let req: SyncRequest = decode(&body).unwrap();
+    let resp =
+        serde_json::to_value(sync(&req, NOW, &mut rand_core::OsRng, &Default::default())).unwrap();
+    assert_eq!(accepted(&resp), ("True", "CAReady"));
+    assert_eq!(resp["attachments"][0]["metadata"]["name"], "b-ca");
+    assert_eq!(resp["attachments"][0]["metadata"]["namespace"], NS);
+}
+
+/// §4.2 `InvalidRoleCombination` counts the in-use MRCs of the namespace: itself with its own
+/// role, not terminating ones, not other namespaces', not inactive ones.
+#[test]
+fn rule_4_2_role_combination_counts_the_namespaces_live_mrcs_in_use() {
+    let with = |name: &str, role: &str, edit: &dyn Fn(&mut Value)| {
+        let mut m = mrc(name, role, None);
+        edit(&mut m);
+        m
+    };
+    let a = mrc("a", "active", None);
+    let secret = ca_secret("a-ca");
+    let reason = |related: &[Value]| {
+        let resp = run(&a, std::slice::from_ref(&secret), related, &[], &[]);
+        accepted(&resp).1.to_owned()
+    };
+    let terminating = |m: &mut Value| {
+        m["metadata"]["deletionTimestamp"] = json!("2026-06-01T11:00:00Z");
+    };
+    let elsewhere = |m: &mut Value| m["metadata"]["namespace"] = json!("other");
+    // Live in this namespace: a (active) and d (passive), a valid pair.
+    let related = [
+        with("a", "passive", &|_| {}),
+        with("b", "active", &terminating),
+        with("c", "active", &elsewhere),
+        with("c2", "active", &elsewhere),
+        mrc("d", "passive", None),
+        mrc("e", "inactive", None),
+    ];
+    assert_eq!(reason(&related), "CAReady");
+    // Two passives beside it: three in use.
+    let related = [mrc("d", "passive", None), mrc("d2", "passive", None)];
+    assert_eq!(reason(&related), "InvalidRoleCombination");
 }
 
 #[test]
@@ -163,9 +227,11 @@ fn rule_4_2_errors_in_order() {
         ("False", "UnsupportedProvider")
     );
     bad_role["spec"]["provider"] = json!({"tresor": {"ca": {}}, "certManager": {}});
+    let resp = run(&bad_role, &[], &[], &[], &[]);
+    assert_eq!(accepted(&resp), ("False", "InvalidSpec"));
     assert_eq!(
-        accepted(&run(&bad_role, &[], &[], &[], &[])),
-        ("False", "InvalidSpec")
+        resp["status"]["conditions"][0]["message"],
+        "spec.provider names more than one provider"
     );
     // Two passives: in use by role and the set is invalid.
     let a = mrc("a", "passive", None);
@@ -254,7 +320,9 @@ fn rule_4_3_validating_rollback_waits_out_the_grace() {
     let resp = sync_of(&x);
     assert_eq!(resp["status"]["state"], "validatingRollback");
     assert_eq!(resp["resyncAfterSeconds"], 3600);
-    // Past the grace: inactive, no resync.
+    // At the grace's end, and past it: inactive, no resync.
+    x["status"]["conditions"][1]["lastTransitionTime"] = json!("2026-06-01T10:00:00Z");
+    assert_eq!(sync_of(&x)["status"]["state"], "inactive");
     x["status"]["conditions"][1]["lastTransitionTime"] = json!("2026-06-01T09:59:59Z");
     let resp = sync_of(&x);
     assert_eq!(resp["status"]["state"], "inactive");
@@ -528,7 +596,11 @@ fn rule_6_validate_delete() {
     assert!(deny(mrc("a", "inactive", Some("validatingRollout")), "u").is_some());
     let mut in_use = mrc("a", "inactive", Some("inactive"));
     in_use["status"]["conditions"] = json!([{"type": "InUse", "status": "True"}]);
-    assert!(deny(in_use, "u").is_some());
+    assert!(deny(in_use.clone(), "u").is_some());
+    // Only InUse=True counts: Accepted=True and InUse=False do not.
+    in_use["status"]["conditions"] = json!([
+        {"type": "Accepted", "status": "True"}, {"type": "InUse", "status": "False"}]);
+    assert_eq!(deny(in_use, "u"), None);
     assert_eq!(
         deny(mrc("a", "inactive", Some("validatingRollback")), "u"),
         None
@@ -544,6 +616,30 @@ fn rule_6_validate_delete() {
     annotated["metadata"]["annotations"] = json!({"metahooks.dev/allow-delete": "true"});
     assert_eq!(deny(annotated, "u"), None);
     assert!(validate(&review("DELETE", None, None, "u").request).allowed);
+}
+
+/// The object's own name and namespace are named in a denial, the request's when the object
+/// has none; objects of another kind are not validated.
+#[test]
+fn rule_6_denials_name_the_object_and_other_kinds_pass() {
+    let mut bad = mrc("own", "standby", None);
+    bad["metadata"]["namespace"] = json!("own-ns");
+    let denied = |object: Value| {
+        denial(&validate(
+            &review("CREATE", Some(object), None, "u").request,
+        ))
+    };
+    assert!(denied(bad.clone())
+        .unwrap()
+        .starts_with("role-invalid: MeshRootCertificate own-ns/own: "));
+    let mut anonymous = bad.clone();
+    anonymous["metadata"] = json!({});
+    assert!(denied(anonymous)
+        .unwrap()
+        .starts_with("role-invalid: MeshRootCertificate mesh/a: "));
+    let mut other = review("CREATE", Some(bad), None, "u");
+    other.request.kind.kind = "ConfigMap".into();
+    assert!(validate(&other.request).allowed);
 }
 
 #[test]
