@@ -608,3 +608,13 @@ fn rule_3_3_a_leaf_is_kept_only_under_both_issuer_annotations() {
         );
     }
 }
+
+/// An observed Secret without a name could only be left out of the answer, which would have
+/// Metacontroller delete it: the request is refused, naming it.
+#[test]
+fn a_child_secret_without_a_name_is_a_request_error_naming_it() {
+    let nameless = json!({"metadata": {"name": "", "namespace": NS}, "data": {}});
+    let body = request(spec(), json!({}), &[], &[], &[nameless]);
+    let err = decode::<SyncRequest>(&body).unwrap_err();
+    assert_eq!(err.path, "children.Secret.v1..metadata.name");
+}
