@@ -109,6 +109,8 @@ mod tests {
         recent.store(digest(1), Arc::new("other"), 10);
         assert_eq!(recent.recall(&digest(1)).as_deref(), Some(&"one"));
         assert_eq!(recent.len(), 1);
+        // Debug shows the count, never a value (a remembered CA holds its key).
+        assert_eq!(format!("{recent:?}"), "Recent { len: 1 }");
     }
 
     #[test]

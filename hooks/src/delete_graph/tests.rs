@@ -828,3 +828,16 @@ fn rule_9_validation_warns_denies_and_lets_the_rest_pass() {
         json!(["no object to validate; allowed"])
     );
 }
+
+/// §8: the sync hook tears down when Metacontroller says the parent is finalizing, as the
+/// finalize hook always does.
+#[test]
+fn rule_8_the_sync_hook_tears_down_when_finalizing() {
+    let answer = |finalizing: bool, hook: crate::registry::HookFn| {
+        let body: Value = serde_json::from_slice(&request(chain(), vec![], finalizing)).unwrap();
+        crate::registry::answer_of(hook, &body, NOW)
+    };
+    assert_eq!(answer(true, super::sync_hook)["finalized"], true);
+    assert_eq!(answer(false, super::finalize_hook)["finalized"], true);
+    assert!(answer(false, super::sync_hook).get("finalized").is_none());
+}
