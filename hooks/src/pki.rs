@@ -851,6 +851,16 @@ mod tests {
         assert!(ca.inspect_leaf(p384_crt, rsa_key).is_none(), "an RSA key");
     }
 
+    /// cert-rotation.md §8: a CA's Debug, which a log line could carry, shows its end and never
+    /// its key or certificate.
+    #[test]
+    fn a_cas_debug_shows_no_key_material() {
+        let pair = generate_ca("mrc-a", "cluster.local", NOW, &mut rng()).unwrap();
+        let shown = format!("{:?}", checked(&pair));
+        assert!(shown.starts_with("Ca { not_after: 2036-"), "{shown}");
+        assert!(!shown.contains("key") && !shown.contains("der"), "{shown}");
+    }
+
     /// RFC 5280 §4.1.2.5: a certificate is valid through its notAfter, inclusive.
     #[test]
     fn a_ca_is_usable_through_its_not_after_second() {

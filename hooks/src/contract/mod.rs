@@ -202,6 +202,23 @@ mod tests {
         }
     }
 
+    /// An object's namespace, or the parent's when it has none or an empty one.
+    #[test]
+    fn an_empty_namespace_is_the_parents() {
+        fn meta(text: &str) -> ObjectMeta<'_> {
+            decode(text.as_bytes()).unwrap()
+        }
+        assert_eq!(
+            meta(r#"{"name": "a", "namespace": "x"}"#).namespace_or("p"),
+            "x"
+        );
+        assert_eq!(
+            meta(r#"{"name": "a", "namespace": ""}"#).namespace_or("p"),
+            "p"
+        );
+        assert_eq!(meta(r#"{"name": "a"}"#).namespace_or("p"), "p");
+    }
+
     /// serde quotes strings as Rust's `{:?}` does: a backslash doubled, a quote escaped.
     #[test]
     fn redaction_ends_each_quoted_string_at_its_closing_quote() {
