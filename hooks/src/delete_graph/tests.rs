@@ -841,3 +841,26 @@ fn rule_8_the_sync_hook_tears_down_when_finalizing() {
     assert_eq!(answer(false, super::finalize_hook)["finalized"], true);
     assert!(answer(false, super::sync_hook).get("finalized").is_none());
 }
+
+/// Children of a type the hook does not keep would be left out of its answer, and
+/// Metacontroller would delete them: such a request is refused, naming the type key. An empty
+/// map of such a type, and such objects among the related ones, are fine.
+#[test]
+fn children_of_a_type_the_hook_does_not_keep_are_refused() {
+    let with = |at: &str, objects: Value| {
+        let mut body: Value = serde_json::from_slice(&request(chain(), vec![], false)).unwrap();
+        body[at]["ConfigMap.v1"] = objects;
+        serde_json::to_vec(&body).unwrap()
+    };
+    let cm = json!({"ns/c": {"metadata": {"name": "c", "namespace": "ns"}}});
+    let err = decode::<SyncRequest>(&with("children", cm.clone())).unwrap_err();
+    assert_eq!(err.path, "children.ConfigMap.v1");
+    assert!(
+        err.message
+            .starts_with("1 object(s) of a type this hook does not keep (it keeps Pod.v1)"),
+        "{}",
+        err.message
+    );
+    assert!(decode::<SyncRequest>(&with("children", json!({}))).is_ok());
+    assert!(decode::<SyncRequest>(&with("related", cm)).is_ok());
+}
