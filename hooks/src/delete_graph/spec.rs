@@ -431,8 +431,10 @@ mod tests {
             v.invalid.unwrap().message,
             "workload 'a': Pod name would exceed 253 characters"
         );
-        // `<set>-a-<10 hex>` of exactly 253 characters is allowed.
-        assert!(validate(&s, &"s".repeat(240)).invalid.is_none());
+        // `<set>-<workload>-<10 hex>` of exactly 253 characters is allowed, one more is not.
+        let s = spec(&[("ab", &[])]);
+        assert!(validate(&s, &"s".repeat(239)).invalid.is_none());
+        assert!(validate(&s, &"s".repeat(240)).invalid.is_some());
     }
 
     #[test]
