@@ -221,3 +221,96 @@ pub(crate) fn answer_of(
     let output = hook(&body, &mut ctx).expect("the hook answers");
     serde_json::from_slice(&output.body).expect("a JSON answer")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The route table of API.md, which is binding: every route, its contract, and who calls it.
+    #[test]
+    fn the_hook_table_is_api_md_route_for_route() {
+        use HookKind::*;
+        let table: Vec<(String, HookKind, bool)> = HOOKS
+            .iter()
+            .map(|h| (h.route(), h.kind, h.kind.is_admission()))
+            .collect();
+        let want = [
+            ("/app-discovery/sync", CompositeSync, false),
+            ("/app-discovery/customize", Customize, false),
+            ("/app-discovery/mutate", MutatingAdmission, true),
+            ("/delete-graph/sync", CompositeSync, false),
+            ("/delete-graph/finalize", CompositeFinalize, false),
+            ("/delete-graph/validate", ValidatingAdmission, true),
+            ("/cert-rotation/sync", CompositeSync, false),
+            ("/cert-rotation/customize", Customize, false),
+            ("/mesh-root-certificate/sync", DecoratorSync, false),
+            ("/mesh-root-certificate/customize", Customize, false),
+            ("/mesh-root-certificate/validate", ValidatingAdmission, true),
+            ("/mesh-root-certificate/mutate", MutatingAdmission, true),
+        ];
+        assert_eq!(table, want.map(|(r, k, a)| (r.to_owned(), k, a)).to_vec());
+        let names: Vec<&str> = [
+            CompositeSync,
+            CompositeFinalize,
+            DecoratorSync,
+            Customize,
+            ValidatingAdmission,
+            MutatingAdmission,
+        ]
+        .map(HookKind::as_str)
+        .to_vec();
+        assert_eq!(
+            names,
+            [
+                "CompositeController sync",
+                "CompositeController finalize",
+                "DecoratorController sync",
+                "customize",
+                "validating admission",
+                "mutating admission"
+            ]
+        );
+    }
+
+    /// What a request's log line names: the parent, or the object under admission with the
+    /// admission's uid.
+    #[test]
+    fn subjects_name_the_parent_or_the_object_under_admission() {
+        let run = |id: &str, request: serde_json::Value| {
+            let body = serde_json::to_vec(&request).unwrap();
+            let mut ctx = HookContext {
+                now: time::OffsetDateTime::UNIX_EPOCH,
+                rng: &mut rand_core::OsRng,
+                memo: &Memo::default(),
+            };
+            (find(id).unwrap().run)(&body, &mut ctx).unwrap().subject
+        };
+        let sync = run(
+            "delete-graph/sync",
+            serde_json::json!({"parent": {"metadata": {"name": "shop", "namespace": "team"}}}),
+        );
+        assert_eq!(
+            sync,
+            Subject {
+                kind: "WorkloadSet".into(),
+                namespace: "team".into(),
+                name: "shop".into(),
+                uid: String::new()
+            }
+        );
+        let review = run(
+            "delete-graph/validate",
+            serde_json::json!({"request": {"uid": "u-1", "operation": "DELETE", "name": "shop",
+                "namespace": "team", "kind": {"group": "metahooks.dev", "version": "v1alpha1", "kind": "WorkloadSet"}}}),
+        );
+        assert_eq!(
+            review,
+            Subject {
+                kind: "WorkloadSet".into(),
+                namespace: "team".into(),
+                name: "shop".into(),
+                uid: "u-1".into()
+            }
+        );
+    }
+}

@@ -219,6 +219,36 @@ mod tests {
         assert_eq!(meta(r#"{"name": "a"}"#).namespace_or("p"), "p");
     }
 
+    /// Written metadata leaves out empty label and annotation maps.
+    #[test]
+    fn written_metadata_leaves_out_empty_maps() {
+        let meta: ObjectMeta =
+            decode(br#"{"name": "a", "labels": {"k": "v"}, "annotations": {"x": "1"}}"#).unwrap();
+        let written = |dropped: &dyn Fn(&str) -> bool| {
+            serde_json::to_value(MetaOut::observed(&meta, "ns", dropped)).unwrap()
+        };
+        assert_eq!(
+            written(&|_| false),
+            serde_json::json!({"name": "a", "namespace": "ns", "labels": {"k": "v"}, "annotations": {"x": "1"}})
+        );
+        assert_eq!(
+            written(&|_| true),
+            serde_json::json!({"name": "a", "namespace": "ns", "labels": {"k": "v"}})
+        );
+    }
+
+    /// A parent's namespace must be there and not be empty.
+    #[test]
+    fn a_parent_needs_a_namespace() {
+        let ns = |text: Option<&str>| text.map(|t| Text::from(t.to_owned()));
+        assert_eq!(parent_namespace(&ns(Some("x")), "parent", "K"), Ok("x"));
+        for missing in [None, Some("")] {
+            let err = parent_namespace(&ns(missing), "object", "K").unwrap_err();
+            assert_eq!(err.path, "object.metadata.namespace");
+            assert_eq!(err.message, "missing: a K is namespaced");
+        }
+    }
+
     /// serde quotes strings as Rust's `{:?}` does: a backslash doubled, a quote escaped.
     #[test]
     fn redaction_ends_each_quoted_string_at_its_closing_quote() {
