@@ -54,6 +54,23 @@ fn absent_and_null_maps_are_empty() {
     assert!(req.children.get("Pod.v1").is_empty());
 }
 
+/// A map of the wrong JSON type is named with what was expected there.
+#[test]
+fn object_maps_of_the_wrong_type_say_what_belongs_there() {
+    let parent = r#""parent": {"metadata": {"name": "p", "namespace": "ns"}}"#;
+    for (children, expected) in [
+        ("7", "expected a map from type key to objects"),
+        (
+            r#"{"Pod.v1": []}"#,
+            "expected a map from object key to object",
+        ),
+    ] {
+        let body = format!(r#"{{{parent}, "children": {children}}}"#);
+        let e = decode::<Request>(body.as_bytes()).unwrap_err();
+        assert!(e.message.contains(expected), "{}", e.message);
+    }
+}
+
 /// A type key given twice (Go never writes one, but JSON allows it) keeps the objects of both:
 /// the hook must see every observed child, or its answer would have Metacontroller delete one.
 #[test]

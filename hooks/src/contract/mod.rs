@@ -237,6 +237,12 @@ mod tests {
         );
     }
 
+    /// A borrowed string shows as the string does.
+    #[test]
+    fn text_debugs_as_its_string() {
+        assert_eq!(format!("{:?}", Text::from("a\"b")), r#""a\"b""#);
+    }
+
     /// A parent's namespace must be there and not be empty.
     #[test]
     fn a_parent_needs_a_namespace() {
