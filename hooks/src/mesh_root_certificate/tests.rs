@@ -167,13 +167,7 @@ fn rule_4_1_a_secret_of_the_name_in_another_namespace_is_not_the_users_ca() {
     let m = mrc("b", "inactive", None);
     let mut elsewhere = ca_secret("b-ca");
     elsewhere["metadata"]["namespace"] = json!("other");
-    let body = serde_json::to_vec(&json!({"controller": {}, "object": m,
-        "attachments": {},
-        "related": {"Secret.v1": {"other/b-ca": elsewhere, "mesh/x": ca_secret("x")}}}))
-    .unwrap();
-    let req: SyncRequest = decode(&body).unwrap();
-    let resp =
-        serde_json::to_value(sync(&req, NOW, &mut rand_core::OsRng, &Default::default())).unwrap();
+    let resp = run(&m, &[], &[], &[], &[elsewhere, ca_secret("x")]);
     assert_eq!(accepted(&resp), ("True", "CAReady"));
     assert_eq!(resp["attachments"][0]["metadata"]["name"], "b-ca");
     assert_eq!(resp["attachments"][0]["metadata"]["namespace"], NS);
