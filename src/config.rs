@@ -139,7 +139,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     match unit {
         "ms" => Ok(Duration::from_millis(n)),
         "s" | "" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n * 60)),
+        "m" => n
+            .checked_mul(60)
+            .map(Duration::from_secs)
+            .ok_or_else(|| format!("'{s}' is too long")),
         other => Err(format!("unknown duration unit '{other}' (ms, s, m)")),
     }
 }
@@ -156,5 +159,21 @@ mod tests {
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert!(parse_duration("soon").is_err());
+    }
+
+    /// A number of minutes whose seconds do not fit in a u64 is refused, not wrapped (release)
+    /// or a panic (debug).
+    #[test]
+    fn too_many_minutes_is_an_error() {
+        let minutes = u64::MAX / 60 + 1;
+        assert_eq!(
+            parse_duration(&format!("{minutes}m")),
+            Err(format!("'{minutes}m' is too long"))
+        );
+        let most = u64::MAX / 60;
+        assert_eq!(
+            parse_duration(&format!("{most}m")),
+            Ok(Duration::from_secs(most * 60))
+        );
     }
 }
