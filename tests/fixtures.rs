@@ -1,4 +1,5 @@
-//! Every golden pair under fixtures/ through the real router (no socket): adding
+//! Every golden pair under fixtures/ through the real router (no socket) and through
+//! `metahooks run`: adding
 //! `fixtures/<controller>/<hook>-<case>.request.json` and its `.response.json` adds a test.
 //! The clock is fixed at FIXTURE_NOW so that timestamps in the golden responses are exact; the
 //! string `<generated>` in a golden response stands for freshly generated key material.
@@ -14,9 +15,11 @@ use metahooks_hooks::{Hook, HookKind, HOOKS};
 use std::path::{Path, PathBuf};
 use tower::ServiceExt;
 
-/// The `now` of every fixture: 2026-06-01T12:00:00Z.
+/// The `now` of every fixture.
+const FIXTURE_NOW: &str = "2026-06-01T12:00:00Z";
+
 fn fixture_now() -> time::OffsetDateTime {
-    time::macros::datetime!(2026-06-01 12:00:00 UTC)
+    metahooks_hooks::meta::parse_rfc3339(FIXTURE_NOW).unwrap()
 }
 
 /// A router as `serve` builds it, its hooks' clock at [`fixture_now`].
@@ -102,6 +105,45 @@ async fn every_fixture_pair_matches_its_golden_response() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert!(checked > 0, "no fixtures found under {}", root.display());
     eprintln!("{checked} fixture pairs matched");
+}
+
+/// `metahooks run` runs the hook the server runs (API.md "The program"): every request fixture
+/// given to the binary as a file, at the fixtures' clock, prints its golden response, and one
+/// the server refuses with a 400 exits non-zero naming the same path and problem.
+#[test]
+fn metahooks_run_answers_every_fixture_as_the_server_does() {
+    let mut checked = 0;
+    for hook in HOOKS {
+        for file in request_fixtures(hook) {
+            let case = file.file_name().unwrap().to_string_lossy().into_owned();
+            let expected = read_json(&file.with_file_name(case.replace(".request.", ".response.")));
+            let output = std::process::Command::new(env!("CARGO_BIN_EXE_metahooks"))
+                .args(["run", hook.id])
+                .arg(&file)
+                .args(["--now", FIXTURE_NOW])
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            match expected.get("error") {
+                Some(error) => {
+                    assert!(!output.status.success(), "{case}: exit status 0");
+                    let path = expected["path"].as_str().unwrap();
+                    let message = format!("bad request at {path}: {}", error.as_str().unwrap());
+                    assert!(stderr.contains(&message), "{case}: {stderr}");
+                }
+                None => {
+                    assert!(output.status.success(), "{case}: {stderr}");
+                    let actual = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+                    assert!(
+                        matches(&expected, &actual),
+                        "{case}\n got: {actual}\nwant: {expected}"
+                    );
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 0);
 }
 
 /// Golden comparison; the expected string `<generated>` stands for any string (fresh keys and
