@@ -1,0 +1,195 @@
+//! The binary's subcommands besides `serve` (API.md "The program"): `list` prints the hook
+//! table, `run` reads a request from stdin too and refuses what it cannot run with a clear
+//! message, `certs` writes a CA and a serving certificate that the API server would trust.
+//! (`run` over every request fixture is in tests/fixtures.rs.)
+
+mod common;
+
+use base64::Engine;
+use common::tls::https_get_trusting;
+use common::TestServer;
+use metahooks_hooks::HOOKS;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+/// Runs the binary with `args`, `stdin` written to its standard input.
+fn metahooks(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_metahooks"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+#[test]
+fn list_prints_one_row_per_hook() {
+    let output = metahooks(&["list"], b"");
+    assert!(output.status.success());
+    let text = stdout(&output);
+    let mut lines = text.lines();
+    let header: Vec<_> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["ID", "ROUTE", "KIND"]);
+    let rows: Vec<_> = lines.collect();
+    assert_eq!(rows.len(), HOOKS.len());
+    for (row, hook) in rows.iter().zip(HOOKS) {
+        let mut columns = row.split_whitespace();
+        assert_eq!(columns.next(), Some(hook.id), "{row}");
+        assert_eq!(columns.next(), Some(hook.route().as_str()), "{row}");
+        assert_eq!(columns.collect::<Vec<_>>().join(" "), hook.kind.as_str());
+    }
+}
+
+/// `-` and no file both read the request from stdin.
+#[test]
+fn run_reads_the_request_from_stdin() {
+    let request = std::fs::read(common::fixture(
+        "app-discovery/mutate-adds-label.request.json",
+    ))
+    .unwrap();
+    let expected: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(common::fixture(
+            "app-discovery/mutate-adds-label.response.json",
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    for args in [
+        &["run", "app-discovery/mutate", "-"][..],
+        &["run", "app-discovery/mutate"][..],
+    ] {
+        let output = metahooks(args, &request);
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(answer, expected, "{args:?}");
+    }
+}
+
+/// Each refusal exits 1 with one line on stderr naming what is wrong, and prints nothing on
+/// stdout that could be taken for an answer.
+#[test]
+fn run_refuses_what_it_cannot_run() {
+    let cases: [(&[&str], &[u8], &str); 4] = [
+        (
+            &["run", "delete-graph/sync"],
+            br#"{"parent": []}"#,
+            "metahooks: bad request at parent: ",
+        ),
+        (
+            &["run", "delete-graph/resync", "-"],
+            b"{}",
+            "metahooks: unknown hook 'delete-graph/resync'; `metahooks list` shows the hooks",
+        ),
+        (
+            &["run", "delete-graph/sync", "--now", "yesterday"],
+            b"{}",
+            "metahooks: --now 'yesterday' is not an RFC 3339 timestamp",
+        ),
+        (
+            &["run", "delete-graph/sync", "/nonexistent/request.json"],
+            b"",
+            "metahooks: reading /nonexistent/request.json: ",
+        ),
+    ];
+    for (args, stdin, message) in cases {
+        let output = metahooks(args, stdin);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert!(output.stdout.is_empty(), "{args:?}: {}", stdout(&output));
+        let text = stderr(&output);
+        assert!(text.starts_with(message), "{args:?}: {text}");
+        assert_eq!(text.lines().count(), 1, "{args:?}: {text}");
+    }
+}
+
+/// The CA and serving certificate serve TLS that a client trusting only the CA accepts for the
+/// Service's DNS names, as the API server calls a webhook; the key is readable by its owner
+/// only; stdout is the caBundle (base64 of ca.crt) and nothing else.
+#[test]
+fn certs_writes_a_serving_certificate_the_ca_bundle_vouches_for() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("certs");
+    let args = [
+        "certs",
+        "--service",
+        "hooks",
+        "--namespace",
+        "ops",
+        "--days",
+        "30",
+    ];
+    let output = metahooks(
+        &[&args[..], &["--out", out.to_str().unwrap()]].concat(),
+        b"",
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    let ca = std::fs::read_to_string(out.join("ca.crt")).unwrap();
+    let bundle = base64::engine::general_purpose::STANDARD
+        .decode(stdout(&output).trim_end())
+        .unwrap();
+    assert_eq!(bundle, ca.as_bytes());
+    assert!(!stderr(&output).contains("PRIVATE KEY"));
+    let mode = |name: &str| {
+        std::fs::metadata(out.join(name))
+            .unwrap()
+            .permissions()
+            .mode()
+    };
+    assert_eq!(mode("tls.key") & 0o777, 0o600);
+    assert_eq!(mode("tls.crt") & 0o777, 0o644);
+
+    let (cert, key) = (out.join("tls.crt"), out.join("tls.key"));
+    let server = TestServer::start(&[
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ]);
+    let https = server.https.unwrap();
+    for name in [
+        "hooks",
+        "hooks.ops",
+        "hooks.ops.svc",
+        "hooks.ops.svc.cluster.local",
+    ] {
+        assert_eq!(https_get_trusting(https, &ca, name), Ok(200), "{name}");
+    }
+    assert!(https_get_trusting(https, &ca, "hooks.other.svc").is_err());
+
+    // Validity: --days from now.
+    let pem = x509_parser::pem::parse_x509_pem(std::fs::read(&cert).unwrap().as_slice())
+        .unwrap()
+        .1;
+    let validity = pem.parse_x509().unwrap().validity().clone();
+    let days = (validity.not_after.timestamp() - validity.not_before.timestamp()) / 86_400;
+    assert_eq!(days, 30);
+}
+
+/// A key file left by an earlier run with wider permissions is narrowed when overwritten.
+#[test]
+fn certs_narrows_an_existing_key_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("tls.key");
+    std::fs::write(&key, "old").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let output = metahooks(&["certs", "--out", dir.path().to_str().unwrap()], b"");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let mode = std::fs::metadata(&key).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(std::fs::read_to_string(&key)
+        .unwrap()
+        .starts_with("-----BEGIN PRIVATE KEY-----"));
+}
