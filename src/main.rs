@@ -174,18 +174,26 @@ fn run_hook(id: &str, file: Option<PathBuf>, now: Option<&str>) -> Result<()> {
 fn certs(service: &str, namespace: &str, out: &std::path::Path, days: u32) -> Result<()> {
     let certs = metahooks::tls::webhook_certs(service, namespace, days)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let write = |name: &str, content: &str| {
+    // The key is readable by its owner only from the moment it exists; a key file left by an
+    // earlier run is narrowed to that too before it is overwritten.
+    let write = |name: &str, content: &str, mode: u32| {
+        use std::io::Write;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
         let path = out.join(name);
-        std::fs::write(&path, content).with_context(|| format!("writing {}", path.display()))
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        file.set_permissions(std::fs::Permissions::from_mode(mode))
+            .and_then(|()| file.write_all(content.as_bytes()))
+            .with_context(|| format!("writing {}", path.display()))
     };
-    write("ca.crt", &certs.ca_pem)?;
-    write("tls.crt", &certs.cert_pem)?;
-    write("tls.key", &certs.key_pem)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(out.join("tls.key"), std::fs::Permissions::from_mode(0o600))?;
-    }
+    write("ca.crt", &certs.ca_pem, 0o644)?;
+    write("tls.crt", &certs.cert_pem, 0o644)?;
+    write("tls.key", &certs.key_pem, 0o600)?;
     eprintln!(
         "wrote ca.crt, tls.crt, tls.key to {} for {service}.{namespace}.svc; caBundle:",
         out.display()
