@@ -223,13 +223,19 @@ async fn run_hook(
     Ok((response, output.subject))
 }
 
-/// `Authorization: Bearer <token>`, compared in constant time.
+/// `Authorization: Bearer <token>` (the scheme in any case, RFC 9110 §11.1), the token compared
+/// in constant time.
 fn check_bearer(req: &Request, token: &str) -> Result<(), ApiError> {
     let presented = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|v| v.split_once(' '))
+        .and_then(|(scheme, value)| {
+            scheme
+                .eq_ignore_ascii_case("bearer")
+                .then(|| value.trim_start_matches(' '))
+        })
         .unwrap_or("");
     let (a, b) = (presented.as_bytes(), token.as_bytes());
     let differs = a.len() != b.len() || a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) != 0;

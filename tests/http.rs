@@ -185,8 +185,25 @@ fn bearer_token_guards_metacontroller_routes_only() {
         raw.extend_from_slice(&body);
         request(&server, &raw).status
     };
-    assert_eq!(with("Bearer wrong"), 401);
-    assert_eq!(with("Bearer s3cret-token"), 200);
+    for refused in [
+        "Bearer wrong",
+        "Bearer s3cret-toke",
+        "Bearer s3cret-tokeN",
+        "Bearer s3cret-token2",
+        "Basic s3cret-token",
+        "s3cret-token",
+        "Bearer",
+    ] {
+        assert_eq!(with(refused), 401, "{refused}");
+    }
+    // The scheme is case-insensitive (RFC 9110 §11.1); more than one space may follow it.
+    for accepted in [
+        "Bearer s3cret-token",
+        "bearer s3cret-token",
+        "BEARER  s3cret-token",
+    ] {
+        assert_eq!(with(accepted), 200, "{accepted}");
+    }
     // Admission (the API server authenticates with client certificates) and admin routes are open.
     let review = std::fs::read(common::fixture(
         "delete-graph/validate-chain-allowed.request.json",
