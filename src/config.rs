@@ -136,7 +136,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let n: u64 = digits
         .parse()
         .map_err(|_| format!("'{s}' is not a duration such as 8s"))?;
-    match unit {
+    match unit.trim() {
         "ms" => Ok(Duration::from_millis(n)),
         "s" | "" => Ok(Duration::from_secs(n)),
         "m" => n
@@ -152,13 +152,54 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_and_durations() {
-        assert_eq!(parse_size("32MiB"), Ok(32 << 20));
-        assert_eq!(parse_size("100"), Ok(100));
-        assert!(parse_size("3 parsecs").is_err());
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("soon").is_err());
+    fn sizes() {
+        for (text, bytes) in [
+            ("100", 100),
+            ("100B", 100),
+            ("3KiB", 3 << 10),
+            ("32MiB", 32 << 20),
+            ("2GiB", 2 << 30),
+            ("3KB", 3_000),
+            ("3kB", 3_000),
+            (" 3 MB ", 3_000_000),
+            ("2GB", 2_000_000_000),
+        ] {
+            assert_eq!(parse_size(text), Ok(bytes), "{text}");
+        }
+        assert_eq!(
+            parse_size("3 parsecs"),
+            Err("unknown size unit 'parsecs' (B, KiB, MiB, GiB, KB, MB, GB)".to_owned())
+        );
+        assert_eq!(
+            parse_size("MiB"),
+            Err("'MiB' is not a size such as 32MiB".to_owned())
+        );
+        let too_large = format!("{}GiB", usize::MAX >> 29);
+        assert_eq!(
+            parse_size(&too_large),
+            Err(format!("'{too_large}' is too large"))
+        );
+    }
+
+    #[test]
+    fn durations() {
+        for (text, duration) in [
+            ("250ms", Duration::from_millis(250)),
+            ("8s", Duration::from_secs(8)),
+            ("8", Duration::from_secs(8)),
+            (" 8 s ", Duration::from_secs(8)),
+            ("2m", Duration::from_secs(120)),
+        ] {
+            assert_eq!(parse_duration(text), Ok(duration), "{text}");
+        }
+        assert_eq!(
+            parse_duration("soon"),
+            Err("'soon' is not a duration such as 8s".to_owned())
+        );
+        assert_eq!(
+            parse_duration("2h"),
+            Err("unknown duration unit 'h' (ms, s, m)".to_owned())
+        );
     }
 
     /// A number of minutes whose seconds do not fit in a u64 is refused, not wrapped (release)
