@@ -288,6 +288,33 @@ mod tests {
         run: |_, _| panic!("a bug"),
     };
 
+    /// GET on a route of `state`'s router: the status and the body.
+    async fn get(state: &Arc<AppState>, uri: &str) -> (StatusCode, String) {
+        use tower::ServiceExt;
+        let req = Request::get(uri).body(Body::empty()).unwrap();
+        let response = router(Arc::clone(state)).oneshot(req).await.unwrap();
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    /// Not ready (503) until the listeners are bound, ready (200) while serving, and not ready
+    /// again once draining starts: the flag `start` and the drain set.
+    #[tokio::test]
+    async fn readyz_follows_the_ready_flag() {
+        let config = crate::config::ServeConfig::from_args(&[]).unwrap();
+        let state = AppState::new(Limits::from(&config));
+        let not_ready = (StatusCode::SERVICE_UNAVAILABLE, "not ready\n".to_owned());
+        assert_eq!(get(&state, "/readyz").await, not_ready);
+        state.ready.store(true, Ordering::Relaxed);
+        assert_eq!(
+            get(&state, "/readyz").await,
+            (StatusCode::OK, "ready\n".to_owned())
+        );
+        state.ready.store(false, Ordering::Relaxed);
+        assert_eq!(get(&state, "/readyz").await, not_ready);
+    }
+
     /// A hook that panics gets a 500 with a JSON error, not a connection closed without an
     /// answer, and its in-flight slot is given back.
     #[tokio::test]

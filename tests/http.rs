@@ -46,10 +46,30 @@ fn oversize_body_is_413_before_it_is_read() {
 #[test]
 fn admission_routes_have_their_own_limit() {
     let server = TestServer::start(&["--admission-body-limit", "100B"]);
-    let body = vec![b' '; 200];
+    let body = vec![b' '; 101];
     assert_eq!(post(&server, "/delete-graph/validate", &body).status, 413);
     // The hook limit is larger: the same body is read (and is not JSON: 400).
     assert_eq!(post(&server, HOOK, &body).status, 400);
+    // A body of exactly the limit is read.
+    let reply = post(&server, "/delete-graph/validate", &body[..100]);
+    assert_eq!(reply.status, 400, "{:?}", reply.json());
+}
+
+/// A body that breaks off in a way HTTP can tell (bad chunking) is a 400 that says the body
+/// could not be read, not a 413 or a hook's answer.
+#[test]
+fn unreadable_body_is_400() {
+    let server = TestServer::start(&[]);
+    let raw = format!(
+        "POST {HOOK} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\n{{}}\r\nzz\r\n"
+    );
+    let reply = request(&server, raw.as_bytes());
+    assert_eq!(reply.status, 400);
+    let error = reply.json()["error"].as_str().unwrap().to_owned();
+    assert!(
+        error.starts_with("request body could not be read: "),
+        "{error}"
+    );
 }
 
 #[test]
@@ -189,6 +209,8 @@ fn bearer_token_guards_metacontroller_routes_only() {
         "Bearer wrong",
         "Bearer s3cret-toke",
         "Bearer s3cret-tokeN",
+        // Two bytes swapped: their differences cancel out if they are XORed together.
+        "Bearer s3cret-tokne",
         "Bearer s3cret-token2",
         "Basic s3cret-token",
         "s3cret-token",
