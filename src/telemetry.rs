@@ -127,6 +127,40 @@ where
 mod tests {
     use super::*;
 
+    /// The whole exposition of one series, with durations whose sum is exact in binary.
+    #[test]
+    fn exposition_of_one_series() {
+        let m = Metrics::default();
+        m.observe("/a", 200, Duration::from_millis(250));
+        m.observe("/a", 200, Duration::from_millis(500));
+        m.observe("/a", 200, Duration::from_secs(8));
+        let bucket = |le: &str, n: u64| {
+            format!(
+                "metahooks_request_duration_seconds_bucket{{route=\"/a\",status=\"200\",le=\"{le}\"}} {n}\n"
+            )
+        };
+        let mut want = String::from(
+            "# HELP metahooks_requests_total Requests answered, by route and status.\n\
+             # TYPE metahooks_requests_total counter\n\
+             metahooks_requests_total{route=\"/a\",status=\"200\"} 3\n\
+             # HELP metahooks_request_duration_seconds Time from request to response, by route and status.\n\
+             # TYPE metahooks_request_duration_seconds histogram\n",
+        );
+        for le in [
+            "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1",
+        ] {
+            want += &bucket(le, 0);
+        }
+        want += &bucket("0.25", 1);
+        for le in ["0.5", "1", "5"] {
+            want += &bucket(le, 2);
+        }
+        want += &bucket("+Inf", 3);
+        want += "metahooks_request_duration_seconds_sum{route=\"/a\",status=\"200\"} 8.75\n\
+                 metahooks_request_duration_seconds_count{route=\"/a\",status=\"200\"} 3\n";
+        assert_eq!(m.render(), want);
+    }
+
     #[test]
     fn histogram_is_cumulative_and_counts_match() {
         let m = Metrics::default();
