@@ -299,7 +299,7 @@ mod tests {
     }
 
     /// Not ready (503) until the listeners are bound, ready (200) while serving, and not ready
-    /// again once draining starts: the flag `start` and the drain set.
+    /// again once draining starts: the flag that `start` sets and the drain clears.
     #[tokio::test]
     async fn readyz_follows_the_ready_flag() {
         let config = crate::config::ServeConfig::from_args(&[]).unwrap();

@@ -58,6 +58,8 @@ impl ServerCertVerifier for AnyCertificate {
     }
 }
 
+const GET_READYZ: &[u8] = b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+
 /// Handshakes, GETs /readyz over TLS, returns the status and the certificate presented.
 pub fn https_get(addr: SocketAddr) -> (u16, Vec<u8>) {
     try_https_get(addr, None).expect("HTTPS request")
@@ -69,12 +71,7 @@ pub fn try_https_get(
     addr: SocketAddr,
     client: Option<(&str, &str)>,
 ) -> Result<(u16, Vec<u8>), String> {
-    https_request(
-        addr,
-        client,
-        b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
-    )
-    .map(|(reply, cert)| (reply.status, cert))
+    https_request(addr, client, GET_READYZ).map(|(reply, cert)| (reply.status, cert))
 }
 
 /// Sends `raw` over TLS (optionally with a client certificate): the reply and the certificate
@@ -123,8 +120,7 @@ pub fn https_get_trusting(
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
-    let raw = b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-    exchange(addr, config, server_name, raw).map(|(reply, _)| reply.status)
+    exchange(addr, config, server_name, GET_READYZ).map(|(reply, _)| reply.status)
 }
 
 /// Sends `raw` over a TLS connection made with `config` to `server_name` at `addr`: the reply
