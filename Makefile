@@ -54,9 +54,11 @@ bench:
 
 ## Dependency policy: licenses, sources and bans (cargo-deny from crates.io). The advisories
 ## check needs the RustSec database from GitHub: run `cargo deny check advisories` where the
-## network reaches it.
+## network reaches it. `cargo fetch` first: the offline check reads every package of the lock
+## file, those of other platforms too, which a build on this one never downloads.
 deny:
 	command -v cargo-deny >/dev/null || $(CARGO) install cargo-deny --locked
+	$(CARGO) fetch --locked
 	$(CARGO) deny --offline check bans licenses sources
 
 ## Fuzz every hook entry point for FUZZ_SECONDS (default 60), seeded from fixtures/.
