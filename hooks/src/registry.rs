@@ -212,14 +212,24 @@ pub(crate) fn answer_of(
     request: &serde_json::Value,
     now: OffsetDateTime,
 ) -> serde_json::Value {
+    let output = output_of(hook, request, now);
+    serde_json::from_slice(&output.body).expect("a JSON answer")
+}
+
+/// As [`answer_of`], the whole output: the answer's bytes and the request's subject.
+#[cfg(test)]
+pub(crate) fn output_of(
+    hook: HookFn,
+    request: &serde_json::Value,
+    now: OffsetDateTime,
+) -> HookOutput {
     let body = serde_json::to_vec(request).expect("a JSON request");
     let mut ctx = HookContext {
         now,
         rng: &mut rand_core::OsRng,
         memo: &Memo::default(),
     };
-    let output = hook(&body, &mut ctx).expect("the hook answers");
-    serde_json::from_slice(&output.body).expect("a JSON answer")
+    hook(&body, &mut ctx).expect("the hook answers")
 }
 
 #[cfg(test)]
@@ -277,13 +287,7 @@ mod tests {
     #[test]
     fn subjects_name_the_parent_or_the_object_under_admission() {
         let run = |id: &str, request: serde_json::Value| {
-            let body = serde_json::to_vec(&request).unwrap();
-            let mut ctx = HookContext {
-                now: time::OffsetDateTime::UNIX_EPOCH,
-                rng: &mut rand_core::OsRng,
-                memo: &Memo::default(),
-            };
-            (find(id).unwrap().run)(&body, &mut ctx).unwrap().subject
+            output_of(find(id).unwrap().run, &request, OffsetDateTime::UNIX_EPOCH).subject
         };
         let sync = run(
             "delete-graph/sync",

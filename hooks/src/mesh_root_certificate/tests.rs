@@ -194,7 +194,7 @@ fn rule_4_2_role_combination_counts_the_namespaces_live_mrcs_in_use() {
     let elsewhere = |m: &mut Value| m["metadata"]["namespace"] = json!("other");
     // Live in this namespace: a (active) and d (passive), a valid pair.
     let related = [
-        with("a", "passive", &|_| {}),
+        mrc("a", "passive", None),
         with("b", "active", &terminating),
         with("c", "active", &elsewhere),
         with("c2", "active", &elsewhere),
