@@ -2,6 +2,7 @@
 
 use clap::Args;
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -37,25 +38,25 @@ pub struct ServeConfig {
     pub tls_dns_names: Vec<String>,
 
     /// Largest request body of a Metacontroller hook (sync, finalize, customize).
-    #[arg(long, env = "METAHOOKS_HOOK_BODY_LIMIT", default_value = "32MiB", value_parser = parse_size)]
+    #[arg(long, env = "METAHOOKS_HOOK_BODY_LIMIT", default_value = "32MiB", value_parser = parse_limit)]
     pub hook_body_limit: usize,
 
     /// Largest request body of an admission hook.
-    #[arg(long, env = "METAHOOKS_ADMISSION_BODY_LIMIT", default_value = "8MiB", value_parser = parse_size)]
+    #[arg(long, env = "METAHOOKS_ADMISSION_BODY_LIMIT", default_value = "8MiB", value_parser = parse_limit)]
     pub admission_body_limit: usize,
 
     /// Time to read a request and answer it; below Metacontroller's 10 s default so the caller
     /// sees our 503 rather than its own timeout.
-    #[arg(long, env = "METAHOOKS_REQUEST_TIMEOUT", default_value = "8s", value_parser = parse_duration)]
+    #[arg(long, env = "METAHOOKS_REQUEST_TIMEOUT", default_value = "8s", value_parser = parse_timeout)]
     pub request_timeout: Duration,
 
     /// Time a client has to send the request headers.
-    #[arg(long, env = "METAHOOKS_HEADER_READ_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, env = "METAHOOKS_HEADER_READ_TIMEOUT", default_value = "5s", value_parser = parse_timeout)]
     pub header_read_timeout: Duration,
 
     /// Hook requests handled at once; more are answered 429 with Retry-After.
-    #[arg(long, env = "METAHOOKS_MAX_IN_FLIGHT", default_value_t = 256)]
-    pub max_in_flight: usize,
+    #[arg(long, env = "METAHOOKS_MAX_IN_FLIGHT", default_value = "256")]
+    pub max_in_flight: NonZeroUsize,
 
     /// Seconds sent in Retry-After with a 429.
     #[arg(
@@ -126,6 +127,23 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     };
     n.checked_mul(mult)
         .ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// A body limit: a size above zero (a limit of zero would refuse every request).
+pub fn parse_limit(s: &str) -> Result<usize, String> {
+    match parse_size(s)? {
+        0 => Err("a limit of zero would refuse every request; give a size above zero".into()),
+        limit => Ok(limit),
+    }
+}
+
+/// A request timeout: a duration above zero (zero would time out every request).
+pub fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let timeout = parse_duration(s)?;
+    if timeout.is_zero() {
+        return Err("zero would time out every request; give a duration above zero".into());
+    }
+    Ok(timeout)
 }
 
 /// `250ms`, `8s`, `2m`.
@@ -199,6 +217,29 @@ mod tests {
         assert_eq!(
             parse_duration("2h"),
             Err("unknown duration unit 'h' (ms, s, m)".to_owned())
+        );
+    }
+
+    /// Limits and timeouts of zero would refuse every request: they are flag errors.
+    #[test]
+    fn limits_and_timeouts_are_above_zero() {
+        for zero in ["0", "0B", "0 MiB"] {
+            assert_eq!(
+                parse_limit(zero),
+                Err("a limit of zero would refuse every request; give a size above zero".into())
+            );
+        }
+        assert_eq!(parse_limit("1B"), Ok(1));
+        for zero in ["0", "0ms", "0s", "0m"] {
+            assert_eq!(
+                parse_timeout(zero),
+                Err("zero would time out every request; give a duration above zero".into())
+            );
+        }
+        assert_eq!(parse_timeout("1ms"), Ok(Duration::from_millis(1)));
+        assert_eq!(
+            parse_timeout("soon"),
+            Err("'soon' is not a duration such as 8s".into())
         );
     }
 

@@ -25,7 +25,7 @@ pub struct Limits {
     pub hook_body: usize,
     pub admission_body: usize,
     pub request_timeout: Duration,
-    pub max_in_flight: usize,
+    pub max_in_flight: std::num::NonZeroUsize,
     pub retry_after_seconds: u32,
     /// Token required on Metacontroller routes (`Authorization: Bearer <token>`), if any.
     pub bearer_token: Option<String>,
@@ -69,7 +69,7 @@ impl AppState {
     pub fn with_clock(limits: Limits, clock: Clock) -> Arc<Self> {
         Arc::new(AppState {
             clock,
-            in_flight: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),
+            in_flight: Arc::new(Semaphore::new(limits.max_in_flight.get())),
             limits,
             metrics: Metrics::default(),
             ready: AtomicBool::new(false),

@@ -1,7 +1,8 @@
 //! The binary's subcommands besides `serve` (API.md "The program"): `list` prints the hook
 //! table, `run` reads a request from stdin too and refuses what it cannot run with a clear
-//! message, `certs` writes a CA and a serving certificate that the API server would trust.
-//! (`run` over every request fixture is in tests/fixtures.rs.)
+//! message, `certs` writes a CA and a serving certificate that the API server would trust;
+//! and `serve` refuses limits that would refuse every request. (`run` over every request
+//! fixture is in tests/fixtures.rs; `serve` itself in tests/http.rs.)
 
 mod common;
 
@@ -112,6 +113,33 @@ fn run_refuses_what_it_cannot_run() {
         let text = stderr(&output);
         assert!(text.starts_with(message), "{args:?}: {text}");
         assert_eq!(text.lines().count(), 1, "{args:?}: {text}");
+    }
+}
+
+/// A body limit, timeout or in-flight bound of zero would make the server refuse every hook
+/// request: `serve` exits at once (status 2, clap's usage error) naming the flag. Its listen
+/// address is taken already, so that a server which accepted the flag would exit too (status 1)
+/// instead of serving for ever.
+#[test]
+fn serve_refuses_limits_of_zero() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = taken.local_addr().unwrap().to_string();
+    for (flag, value) in [
+        ("--hook-body-limit", "0"),
+        ("--admission-body-limit", "0KiB"),
+        ("--request-timeout", "0s"),
+        ("--header-read-timeout", "0ms"),
+        ("--max-in-flight", "0"),
+    ] {
+        let output = metahooks(&["serve", "--listen", &listen, flag, value], b"");
+        assert_eq!(output.status.code(), Some(2), "{flag} {value}");
+        let text = stderr(&output);
+        let first = text.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with(&format!("error: invalid value '{value}' for '{flag} <")),
+            "{flag}: {text}"
+        );
+        assert!(first.contains("zero"), "{flag}: {text}");
     }
 }
 
