@@ -1,8 +1,8 @@
-//! The binary's subcommands besides `serve` (API.md "The program"): `list` prints the hook
-//! table, `run` reads a request from stdin too and refuses what it cannot run with a clear
-//! message, `certs` writes a CA and a serving certificate that the API server would trust;
-//! and `serve` refuses limits that would refuse every request. (`run` over every request
-//! fixture is in tests/fixtures.rs; `serve` itself in tests/http.rs.)
+//! The binary's command line (API.md "The program"): `list` prints the hook table, `run` reads
+//! a request from stdin too and refuses what it cannot run with a clear message, `certs` writes
+//! a CA and a serving certificate that the API server would trust, and `serve` refuses limits
+//! that would refuse every request. (`run` over every request fixture is in tests/fixtures.rs;
+//! what `serve` serves is in tests/http.rs and the tests beside it.)
 
 mod common;
 
