@@ -139,11 +139,12 @@ pub fn parse_limit(s: &str) -> Result<usize, String> {
 
 /// A request timeout: a duration above zero (zero would time out every request).
 pub fn parse_timeout(s: &str) -> Result<Duration, String> {
-    let timeout = parse_duration(s)?;
-    if timeout.is_zero() {
-        return Err("zero would time out every request; give a duration above zero".into());
+    match parse_duration(s)? {
+        Duration::ZERO => {
+            Err("zero would time out every request; give a duration above zero".into())
+        }
+        timeout => Ok(timeout),
     }
-    Ok(timeout)
 }
 
 /// `250ms`, `8s`, `2m`.
