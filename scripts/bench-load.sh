@@ -141,6 +141,11 @@ peak_kb=$(awk '/VmHWM/ {print $2}' /proc/$server/status)
 echo
 echo "start to ready (self-signed TLS included): ${ready_ms} ms; idle RSS: $((idle_kb / 1024)) MiB; peak RSS under load: $((peak_kb / 1024)) MiB"
 echo "servers pinned: ${server_cpu[*]:-no}; wrk pinned: ${client_cpu[*]:-no}; ${ROUNDS} rounds of ${DURATION} s per server, medians"
+# How idle CPUs wait: in a virtual machine whose idle vCPUs halt at once, every answer that
+# wakes wrk on the other CPU costs the server an interrupt (docs/BENCHMARKS.md).
+idle_driver=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown)
+halt_poll=$(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns 2>/dev/null || true)
+echo "cpuidle driver: ${idle_driver}${halt_poll:+; haltpoll guest_halt_poll_ns: $halt_poll}"
 echo
 echo "Targets of the performance issue, in this run (docs/BENCHMARKS.md, \"Against the targets\"):"
 printf -- "- at least 1.5 times the naive JSON floor on every row: %s (lowest %.2f, %s)\n" \
