@@ -54,9 +54,9 @@ trap cleanup EXIT
 
 # Start to ready, with a self-signed certificate made at start; then idle RSS. Logs at the
 # level the manifests deploy (info). curl and sleep run once before the clock starts, so that
-# it does not count loading the probe's own programs from disk on a fresh machine (40-60 ms
-# here after a boot, against the server's 7-40 ms); that first curl also checks that nothing
-# else answers on the port.
+# it does not count loading the probe's own programs from disk on a fresh machine (37-63 ms
+# here with the page cache dropped, against the server's 7-40 ms); that first curl also checks
+# that nothing else answers on the port.
 if curl -s http://127.0.0.1:8090/readyz >/dev/null; then
   echo "something already answers on 127.0.0.1:8090: stop it first" >&2
   exit 1
