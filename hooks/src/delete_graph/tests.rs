@@ -566,6 +566,41 @@ fn rule_8_teardown_in_reverse_order_and_finalized_only_when_empty() {
     assert!(names(&resp).is_empty());
 }
 
+/// In a teardown the spec counts as empty, so its edges are not in the graph: only the Pods'
+/// annotations are. backend's Pod lost its annotation, so nothing holds database back any more,
+/// although the spec still says backend needs it running.
+#[test]
+fn rule_8_teardown_graph_comes_from_annotations_only() {
+    let w = chain();
+    let db = desired_name(&w, "database");
+    let be = desired_name(&w, "backend");
+    let fe = desired_name(&w, "frontend");
+    let pods = vec![
+        pod(&db, "database", Some("Running"), false, "{}"),
+        pod(&be, "backend", Some("Running"), false, "{}"),
+        pod(
+            &fe,
+            "frontend",
+            Some("Running"),
+            false,
+            r#"{"backend":"ADD_COND_RUNNING"}"#,
+        ),
+    ];
+    let memo = PlanMemo::default();
+    let synced = run_with(&memo, &request(w.clone(), pods.clone(), false), false);
+    assert_eq!(
+        synced["status"]["deleteGraph"],
+        json!({"backend": {"frontend": "DelCondNotPendingNorRunning"},
+               "database": {"backend": "DelCondNotPendingNorRunning"}})
+    );
+    let resp = run_with(&memo, &request(w, pods, true), true);
+    assert_eq!(
+        resp["status"]["deleteGraph"],
+        json!({"backend": {"frontend": "DelCondNotPendingNorRunning"}})
+    );
+    assert_eq!(names(&resp), [be]);
+}
+
 #[test]
 fn rule_6_1_cycle_freezes_without_deleting() {
     let w = json!({
