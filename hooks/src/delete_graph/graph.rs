@@ -1,56 +1,55 @@
 //! The delete graph: for every `ADD_COND_RUNNING` edge "X needs D", the reverse entry D -> X with
-//! the delete condition `DelCondNotPendingNorRunning`. Rebuilt on every call (§4).
+//! the delete condition `DelCondNotPendingNorRunning` (§4). A spec's edges are worked out once
+//! with its plan; a sync adds those of obsolete Pods' annotations to a copy only when they are new.
 
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 /// The only delete condition used.
 pub const NOT_PENDING_NOR_RUNNING: &str = "DelCondNotPendingNorRunning";
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct DeleteGraph {
-    /// dependency -> its RUNNING-dependents.
-    edges: BTreeMap<String, BTreeSet<String>>,
+    /// (dependency, RUNNING-dependent) pairs, sorted, each once: a plan keeps its graph for as
+    /// long as it is remembered, and a flat list takes a fraction of the memory of nested maps.
+    edges: Vec<(String, String)>,
 }
 
 impl DeleteGraph {
     /// Records that `dependent` needs `dependency` running: `dependency` may go only when no Pod of
     /// `dependent` is pending or running.
     pub fn insert(&mut self, dependency: &str, dependent: &str) {
-        if let Some(set) = self.edges.get_mut(dependency) {
-            if !set.contains(dependent) {
-                set.insert(dependent.to_owned());
-            }
-        } else {
-            self.edges.insert(
-                dependency.to_owned(),
-                BTreeSet::from([dependent.to_owned()]),
-            );
+        if let Err(at) = self.find(dependency, dependent) {
+            self.edges
+                .insert(at, (dependency.to_owned(), dependent.to_owned()));
         }
     }
 
-    /// The workloads whose Pods hold back the deletion of `dependency`'s Pods.
-    pub fn dependents<'a>(&'a self, dependency: &str) -> impl Iterator<Item = &'a str> + 'a {
+    /// Whether `dependent` is recorded as needing `dependency`.
+    pub fn contains(&self, dependency: &str, dependent: &str) -> bool {
+        self.find(dependency, dependent).is_ok()
+    }
+
+    fn find(&self, dependency: &str, dependent: &str) -> Result<usize, usize> {
         self.edges
-            .get(dependency)
-            .into_iter()
-            .flat_map(|s| s.iter().map(String::as_str))
+            .binary_search_by(|(d, x)| (d.as_str(), x.as_str()).cmp(&(dependency, dependent)))
+    }
+
+    /// The workloads whose Pods hold back the deletion of `dependency`'s Pods, in name order.
+    pub fn dependents<'a>(&'a self, dependency: &str) -> impl Iterator<Item = &'a str> + 'a {
+        let start = self.edges.partition_point(|(d, _)| d.as_str() < dependency);
+        let len = self.edges[start..].partition_point(|(d, _)| d == dependency);
+        self.edges[start..start + len]
+            .iter()
+            .map(|(_, x)| x.as_str())
     }
 
     /// Strongly connected components of the graph restricted to `nodes` (Tarjan, iterative):
     /// maps each of `nodes` to a component id.
     pub fn components<'a>(&'a self, nodes: &HashSet<&'a str>) -> HashMap<&'a str, usize> {
         let succ = |n: &str| -> Vec<&'a str> {
-            self.edges
-                .get_key_value(n)
-                .map(|(_, s)| {
-                    s.iter()
-                        .map(String::as_str)
-                        .filter(|x| nodes.contains(x))
-                        .collect()
-                })
-                .unwrap_or_default()
+            self.dependents(n).filter(|x| nodes.contains(x)).collect()
         };
         let mut order: Vec<&'a str> = nodes.iter().copied().collect();
         order.sort_unstable();
@@ -111,22 +110,38 @@ impl DeleteGraph {
     }
 }
 
+/// The edges of a spec's workloads, in any order and with repeats.
+impl<'e> FromIterator<(&'e str, &'e str)> for DeleteGraph {
+    fn from_iter<I: IntoIterator<Item = (&'e str, &'e str)>>(edges: I) -> Self {
+        let mut edges: Vec<(String, String)> = edges
+            .into_iter()
+            .map(|(d, x)| (d.to_owned(), x.to_owned()))
+            .collect();
+        edges.sort_unstable();
+        edges.dedup();
+        edges.shrink_to_fit();
+        DeleteGraph { edges }
+    }
+}
+
 /// `{<dependency>: {<dependent>: DelCondNotPendingNorRunning}}`, sorted.
 impl Serialize for DeleteGraph {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        struct Dependents<'a>(&'a BTreeSet<String>);
+        /// The edges of one dependency.
+        struct Dependents<'a>(&'a [(String, String)]);
         impl Serialize for Dependents<'_> {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 let mut map = s.serialize_map(Some(self.0.len()))?;
-                for d in self.0 {
-                    map.serialize_entry(d, NOT_PENDING_NOR_RUNNING)?;
+                for (_, x) in self.0 {
+                    map.serialize_entry(x, NOT_PENDING_NOR_RUNNING)?;
                 }
                 map.end()
             }
         }
-        let mut map = s.serialize_map(Some(self.edges.len()))?;
-        for (dep, dependents) in &self.edges {
-            map.serialize_entry(dep, &Dependents(dependents))?;
+        let by_dependency = || self.edges.chunk_by(|a, b| a.0 == b.0);
+        let mut map = s.serialize_map(Some(by_dependency().count()))?;
+        for edges in by_dependency() {
+            map.serialize_entry(&edges[0].0, &Dependents(edges))?;
         }
         map.end()
     }
@@ -151,6 +166,36 @@ mod tests {
                 "backend": {"frontend": "DelCondNotPendingNorRunning"},
                 "db": {"admin": "DelCondNotPendingNorRunning", "backend": "DelCondNotPendingNorRunning"}
             })
+        );
+    }
+
+    /// A plan's graph, collected from its edges in any order and with repeats, is the graph
+    /// the same edges inserted one by one make: same edges, same lookups, same JSON.
+    #[test]
+    fn rule_4_collected_edges_make_the_inserted_graph() {
+        let edges = [
+            ("db", "backend"),
+            ("cache", "frontend"),
+            ("db", "admin"),
+            ("db", "backend"),
+            ("backend", "frontend"),
+        ];
+        let collected: DeleteGraph = edges.into_iter().collect();
+        let mut inserted = DeleteGraph::default();
+        for (d, x) in edges {
+            inserted.insert(d, x);
+        }
+        assert_eq!(collected, inserted);
+        assert!(collected.contains("db", "admin"));
+        assert!(!collected.contains("admin", "db"));
+        assert_eq!(
+            collected.dependents("db").collect::<Vec<_>>(),
+            ["admin", "backend"]
+        );
+        assert_eq!(collected.dependents("c").count(), 0);
+        assert_eq!(
+            serde_json::to_string(&collected).unwrap(),
+            r#"{"backend":{"frontend":"DelCondNotPendingNorRunning"},"cache":{"frontend":"DelCondNotPendingNorRunning"},"db":{"admin":"DelCondNotPendingNorRunning","backend":"DelCondNotPendingNorRunning"}}"#
         );
     }
 

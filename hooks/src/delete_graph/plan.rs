@@ -1,9 +1,11 @@
 //! What a WorkloadSet's spec asks for, worked out once per spec (delete-graph.md §1, §3): the
-//! validation outcome and, for a valid spec, each workload's dependencies and the Pod it yields.
+//! validation outcome and, for a valid spec, each workload's dependencies and the Pod it yields,
+//! and the delete graph of its RUNNING edges (§4).
 //! It depends on the spec and the set's name only, so it is remembered between syncs
 //! ([`PlanMemo`]): Metacontroller syncs a parent again on every Pod change and every resync,
 //! mostly with a spec it has sent before.
 
+use super::graph::DeleteGraph;
 use super::spec::{validate, AddCondition, Invalid, Workload};
 use super::sync::{ANNOTATION_DEPENDENCIES, LABEL_SET, LABEL_WORKLOAD};
 use crate::contract::{decode, encode_raw};
@@ -25,6 +27,9 @@ pub struct Plan {
     /// Sorted by name; empty when the spec is invalid.
     pub workloads: Vec<Planned>,
     pub invalid: Option<Invalid>,
+    /// The delete graph of the spec's RUNNING edges (§4), which every sync starts from; obsolete
+    /// Pods' annotations may add to it.
+    pub graph: DeleteGraph,
 }
 
 /// A workload of a valid spec and the Pod it yields (§3).
@@ -48,7 +53,7 @@ impl Plan {
     /// workload of a valid one.
     fn new(spec: &Json, set: &str) -> Result<Plan, RequestError> {
         let validated = validate(spec, set);
-        let workloads = match validated.invalid {
+        let workloads: Vec<Planned> = match validated.invalid {
             None => validated
                 .workloads
                 .iter()
@@ -56,9 +61,19 @@ impl Plan {
                 .collect::<Result<_, _>>()?,
             Some(_) => Vec::new(),
         };
+        let graph = workloads
+            .iter()
+            .flat_map(|w| {
+                w.dependencies
+                    .iter()
+                    .filter(|(_, cond)| *cond == AddCondition::Running)
+                    .map(|(dep, _)| (dep.as_str(), w.name.as_str()))
+            })
+            .collect();
         Ok(Plan {
             workloads,
             invalid: validated.invalid,
+            graph,
         })
     }
 }
@@ -176,8 +191,8 @@ fn string_map<'t>(v: Option<&'t Json<'t>>) -> BTreeMap<&'t str, &'t str> {
 /// the set's name and the spec's JSON text as sent, so a spec or name that differs in any byte
 /// is planned afresh. Bounded: the [`Self::CAPACITY`] most recently used, made from at most
 /// [`Self::SPEC_BYTES`] of spec text between them (a plan takes about twice its spec's text in
-/// memory: 1.9 measured on the load run's requests, so at most about 8 MiB); a larger spec is
-/// planned on every sync.
+/// memory: 2.05-2.07 measured on the load run's requests, so at most about 8.5 MiB); a larger
+/// spec is planned on every sync.
 #[derive(Debug)]
 pub struct PlanMemo(Recent<Plan>);
 

@@ -12,6 +12,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use time::OffsetDateTime;
 
@@ -113,7 +114,7 @@ pub struct Status<W, G> {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum SyncStatus<'a> {
-    Computed(Status<BTreeMap<&'a str, WorkloadState>, DeleteGraph>),
+    Computed(Status<BTreeMap<&'a str, WorkloadState>, Cow<'a, DeleteGraph>>),
     Frozen(Status<Copied<'a>, Copied<'a>>),
 }
 
@@ -271,19 +272,19 @@ pub fn reconcile<'a>(
             .filter(|&i| !pods[i].metadata.is_terminating())
     };
 
-    // 2. The delete graph, from the spec and from obsolete Pods' annotations.
-    let mut graph = DeleteGraph::default();
-    for w in workloads {
-        for (dep, cond) in &w.dependencies {
-            if *cond == AddCondition::Running {
-                graph.insert(dep, &w.name);
-            }
-        }
-    }
+    // 2. The delete graph, from the spec (made with the plan; none in a teardown) and from
+    // obsolete Pods' annotations: copied only when those add an edge.
+    let mut graph = if teardown {
+        Cow::Owned(DeleteGraph::default())
+    } else {
+        Cow::Borrowed(&plan.graph)
+    };
     for &i in &obsolete {
         if let Some(x) = workload_of(&pods[i]) {
             for dep in annotated_running_dependencies(&pods[i]) {
-                graph.insert(&dep, x);
+                if !graph.contains(&dep, x) {
+                    graph.to_mut().insert(&dep, x);
+                }
             }
         }
     }
