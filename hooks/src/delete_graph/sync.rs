@@ -279,14 +279,20 @@ pub fn reconcile<'a>(
     } else {
         Cow::Borrowed(&plan.graph)
     };
-    for &i in &obsolete {
-        if let Some(x) = workload_of(&pods[i]) {
-            for dep in annotated_running_dependencies(&pods[i]) {
-                if !graph.contains(&dep, x) {
-                    graph.to_mut().insert(&dep, x);
-                }
-            }
-        }
+    let annotated: Vec<(String, &str)> = obsolete
+        .iter()
+        .filter_map(|&i| Some((i, workload_of(&pods[i])?)))
+        .flat_map(|(i, x)| {
+            annotated_running_dependencies(&pods[i])
+                .into_iter()
+                .map(move |dep| (dep, x))
+        })
+        .filter(|(dep, x)| !graph.contains(dep, x))
+        .collect();
+    if !annotated.is_empty() {
+        graph
+            .to_mut()
+            .extend(annotated.iter().map(|(dep, x)| (dep.as_str(), *x)));
     }
 
     // 3. Delete gating of obsolete, non-terminating Pods.
