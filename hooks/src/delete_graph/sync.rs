@@ -281,7 +281,7 @@ pub fn reconcile<'a>(
     };
     let annotated: Vec<(String, &str)> = obsolete
         .iter()
-        .filter_map(|&i| Some((i, workload_of(&pods[i])?)))
+        .filter_map(|&i| workload_of(&pods[i]).map(|x| (i, x)))
         .flat_map(|(i, x)| {
             annotated_running_dependencies(&pods[i])
                 .into_iter()
