@@ -5,8 +5,10 @@
 # 1.7 MB, counted by valgrind's callgrind. Unlike times, the counts are the same from run to run
 # on a shared machine, so two builds can be compared one change apart. Each figure is the cost of
 # one more request after the first: (count for 1 + RUNS requests - count for 1 request) / RUNS,
-# so that start-up and the first sync's memo work (cert-rotation's certificate checks,
-# delete-graph's spec plan; the memos are then warm, as on a resync) are left out.
+# so that start-up and the first sync's memo work (the request decoded, cert-rotation's
+# certificate checks, delete-graph's spec plan; the memos are then warm, as on a resync) are
+# left out. "changed" counts the same with the request decoded on every sync, as when something
+# in it changed but not the spec or the certificates (`hook_loop ... changed`).
 # Instructions are not time: cache misses and system calls are not in them, and SHA-256 (the
 # memo keys) runs without the CPU's SHA instructions under valgrind, so it weighs more here
 # than in time. Prints a markdown table.
@@ -21,27 +23,29 @@ cargo build --release --quiet -p metahooks-hooks --example hook_loop
 cargo build --release --quiet --example load_requests
 ./target/release/examples/load_requests "$OUT" >&2
 
-count() { # id body runs -> instructions
+count() { # id body runs [changed] -> instructions
   valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-    ./target/release/examples/hook_loop "$1" "$2" "$3" 2>&1 >/dev/null |
+    ./target/release/examples/hook_loop "$@" 2>&1 >/dev/null |
     awk '/ refs:/ {gsub(",", "", $NF); print $NF}'
 }
-per_request() { # id body -> instructions of one more request
+per_request() { # id body [changed] -> instructions of one more request
   local one more
-  one=$(count "$1" "$2" 1)
-  more=$(count "$1" "$2" $((RUNS + 1)))
+  one=$(count "$1" "$2" 1 "${@:3}")
+  more=$(count "$1" "$2" $((RUNS + 1)) "${@:3}")
   echo $(((more - one) / RUNS))
 }
+ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
 
-echo "| route | size | hook instructions | floor instructions | hook/floor | scan instructions | hook/scan |"
-echo "| --- | --- | ---: | ---: | ---: | ---: | ---: |"
+echo "| route | size | hook instructions | changed | floor instructions | hook/floor | changed/floor | scan instructions | changed/scan |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for route in $ROUTES; do
   for size in $SIZES; do
     body="$OUT/$route-$size.json"
     hook=$(per_request "$route/sync" "$body")
+    changed=$(per_request "$route/sync" "$body" changed)
     floor=$(per_request floor "$body")
     scan=$(per_request scan "$body")
-    printf '| %s/sync | %s | %d | %d | %.2f | %d | %.2f |\n' "$route" "$size" "$hook" "$floor" \
-      "$(echo "$hook / $floor" | bc -l)" "$scan" "$(echo "$hook / $scan" | bc -l)"
+    echo "| $route/sync | $size | $hook | $changed | $floor | $(ratio "$hook" "$floor") |" \
+      "$(ratio "$changed" "$floor") | $scan | $(ratio "$changed" "$scan") |"
   done
 done

@@ -55,8 +55,8 @@ pub struct AppState {
     pub ready: AtomicBool,
     /// The `now` handed to hooks: the system clock, or a test's fixed or virtual clock.
     pub clock: Clock,
-    /// What the hooks remember between requests: certificates checked and specs planned before
-    /// (bounded, see `metahooks_hooks::memo`).
+    /// What the hooks remember between requests: sync requests decoded, certificates checked and
+    /// specs planned before (bounded, see `metahooks_hooks::memo`).
     memo: Memo,
     in_flight: Arc<Semaphore>,
 }

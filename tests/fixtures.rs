@@ -64,9 +64,13 @@ async fn refused_at(route: &str, body: &serde_json::Value, case: &str) -> String
     answer["path"].as_str().unwrap_or_default().to_owned()
 }
 
+/// Every request is answered twice by one router, as Metacontroller's resyncs are: the second
+/// answer comes from the memos filled by the first (and by every fixture before it), and must
+/// match the golden response as the first does.
 #[tokio::test]
 async fn every_fixture_pair_matches_its_golden_response() {
     let root = common::fixture("");
+    let app = fixture_router();
     let mut checked = 0;
     let mut failures = Vec::new();
     let mut controllers: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().collect();
@@ -86,18 +90,21 @@ async fn every_fixture_pair_matches_its_golden_response() {
             let route = format!("/{}/{hook}", controller.file_name().to_string_lossy());
             let expected_path = controller.path().join(format!("{case}.response.json"));
             let expected = read_json(&expected_path);
-            let (status, actual) = answer(&route, std::fs::read(file.path()).unwrap()).await;
             let expected_status = if expected.get("error").is_some() {
                 400
             } else {
                 200
             };
-            if status != expected_status || !matches(&expected, &actual) {
-                failures.push(format!(
-                    "{route} {case}: status {status} (want {expected_status})\n got: {}\nwant: {}",
-                    serde_json::to_string_pretty(&actual).unwrap(),
-                    serde_json::to_string_pretty(&expected).unwrap()
-                ));
+            for pass in ["first", "second"] {
+                let body = std::fs::read(file.path()).unwrap();
+                let (status, actual) = answer_from(app.clone(), &route, body).await;
+                if status != expected_status || !matches(&expected, &actual) {
+                    failures.push(format!(
+                        "{route} {case}, {pass} answer: status {status} (want {expected_status})\n got: {}\nwant: {}",
+                        serde_json::to_string_pretty(&actual).unwrap(),
+                        serde_json::to_string_pretty(&expected).unwrap()
+                    ));
+                }
             }
             checked += 1;
         }

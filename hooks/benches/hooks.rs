@@ -6,7 +6,7 @@
 mod requests;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use metahooks_hooks::memo::Memo;
+use metahooks_hooks::memo::{Memo, Requests};
 use metahooks_hooks::registry::{find, HookContext};
 use std::hint::black_box;
 use std::time::Duration;
@@ -28,11 +28,14 @@ fn run_hook(id: &str, body: &[u8], memo: &Memo) -> Vec<u8> {
 }
 
 /// How the memos are used: shared by every iteration, as the server shares them between resyncs
-/// (`Warm`), or new for each iteration, as on the first sync after a start or after a spec change
-/// (`Cold`).
+/// of a parent that has not changed (`Warm`: the request is decoded once); shared but for the
+/// decoded requests, as when something in the request changed but not the spec or the
+/// certificates (`Changed`: every iteration decodes); or new for each iteration, as on the first
+/// sync after a start or after a spec change (`Cold`).
 #[derive(Clone, Copy)]
 enum MemoUse {
     Warm,
+    Changed,
     Cold,
 }
 
@@ -53,9 +56,15 @@ fn bench_pairs_with(
         .sample_size(20);
     for (n, body) in &cases {
         g.throughput(Throughput::Bytes(body.len() as u64));
-        let shared = Memo::default();
+        let shared = match memo {
+            MemoUse::Changed => Memo {
+                requests: Requests::none(),
+                ..Memo::default()
+            },
+            _ => Memo::default(),
+        };
         g.bench_with_input(BenchmarkId::new("hook", n), body, |b, body| match memo {
-            MemoUse::Warm => b.iter(|| run_hook(hook, black_box(body), &shared)),
+            MemoUse::Warm | MemoUse::Changed => b.iter(|| run_hook(hook, black_box(body), &shared)),
             MemoUse::Cold => b.iter(|| run_hook(hook, black_box(body), &Memo::default())),
         });
         g.bench_with_input(BenchmarkId::new("floor", n), body, |b, body| {
@@ -69,7 +78,14 @@ fn app_discovery(c: &mut Criterion) {
     let cases = [10, 100, 1000, 5000]
         .map(|n| (n, requests::app_discovery_sync(n)))
         .to_vec();
-    bench_pairs(c, "app-discovery-sync", "app-discovery/sync", cases);
+    bench_pairs(c, "app-discovery-sync", "app-discovery/sync", cases.clone());
+    bench_pairs_with(
+        c,
+        "app-discovery-sync-changed",
+        "app-discovery/sync",
+        cases,
+        MemoUse::Changed,
+    );
 }
 
 fn delete_graph(c: &mut Criterion) {
@@ -77,6 +93,13 @@ fn delete_graph(c: &mut Criterion) {
         .map(|n| (n, requests::delete_graph_sync(n)))
         .to_vec();
     bench_pairs(c, "delete-graph-sync", "delete-graph/sync", cases.clone());
+    bench_pairs_with(
+        c,
+        "delete-graph-sync-changed",
+        "delete-graph/sync",
+        cases.clone(),
+        MemoUse::Changed,
+    );
     bench_pairs_with(
         c,
         "delete-graph-sync-cold",
@@ -95,6 +118,13 @@ fn cert_rotation(c: &mut Criterion) {
         "cert-rotation-sync-reuse",
         "cert-rotation/sync",
         reuse.clone(),
+    );
+    bench_pairs_with(
+        c,
+        "cert-rotation-sync-reuse-changed",
+        "cert-rotation/sync",
+        reuse.clone(),
+        MemoUse::Changed,
     );
     bench_pairs_with(
         c,

@@ -1,19 +1,29 @@
 //! Runs one hook on one request file a given number of times, as the server does (registry
 //! lookup, real clock, OS randomness, one set of memos shared between the runs), and prints
-//! the total size of the answers. With `floor` instead of a hook id it runs the benches' floor
-//! on the same bytes: parse into `serde_json::Value` and serialize it back. Meant for
-//! `valgrind --tool=callgrind`, whose instruction count is the same from run to run on a noisy
-//! machine; docs/BENCHMARKS.md gives the commands.
+//! the total size of the answers. After the first run the request is remembered decoded, as
+//! on a resync of a parent that has not changed; with `changed` after the count every run
+//! decodes it, as for a request that changed (the other memos still shared). With `floor`
+//! instead of a hook id it runs the benches' floor on the same bytes: parse into
+//! `serde_json::Value` and serialize it back; with `scan`, serde_json walking the bytes and
+//! keeping nothing. Meant for `valgrind --tool=callgrind`, whose instruction count is the same
+//! from run to run on a noisy machine, and for perf; docs/BENCHMARKS.md gives the commands.
 //!
 //! Usage: hook_loop <hook id, e.g. delete-graph/sync, or floor, or scan> <request.json> <runs>
+//! [changed]
 
-use metahooks_hooks::memo::Memo;
+use metahooks_hooks::memo::{Memo, Requests};
 use metahooks_hooks::registry::{find, HookContext};
 
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [id, path, runs] = args.as_slice() else {
-        return Err("usage: hook_loop <hook id | floor | scan> <request.json> <runs>".into());
+    let (id, path, runs, changed) = match args.as_slice() {
+        [id, path, runs] => (id, path, runs, false),
+        [id, path, runs, changed] if changed == "changed" => (id, path, runs, true),
+        _ => {
+            return Err(
+                "usage: hook_loop <hook id | floor | scan> <request.json> <runs> [changed]".into(),
+            )
+        }
     };
     let body = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
     let runs: usize = runs.parse().map_err(|e| format!("runs: {e}"))?;
@@ -30,7 +40,14 @@ fn main() -> Result<(), String> {
         }
     } else {
         let hook = find(id).ok_or_else(|| format!("no hook {id}"))?;
-        let memo = Memo::default();
+        let memo = if changed {
+            Memo {
+                requests: Requests::none(),
+                ..Memo::default()
+            }
+        } else {
+            Memo::default()
+        };
         let mut rng = rand_core::OsRng;
         for _ in 0..runs {
             let mut ctx = HookContext {

@@ -1,36 +1,40 @@
 //! What the hooks remember between requests, shared by every request of a server. A memo saves
-//! time and never changes an answer: each entry is found by SHA-256 over every input byte it was
-//! made from, so an input that differs in any byte is worked out afresh.
+//! time and never changes an answer: each entry is found by every input byte it was made from
+//! (SHA-256 over them, or for a decoded request the bytes themselves, compared in full), so an
+//! input that differs in any byte is worked out afresh.
 
 use crate::delete_graph::plan::PlanMemo;
 use crate::pki::PkiMemo;
+use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate, RequestError};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Every memo of a server: the certificate checks of cert-rotation and the spec plans of
-/// delete-graph.
+/// Every memo of a server: the sync requests decoded before, the certificate checks of
+/// cert-rotation and the spec plans of delete-graph.
 #[derive(Debug, Default)]
 pub struct Memo {
+    pub requests: Requests,
     pub pki: PkiMemo,
     pub plans: PlanMemo,
 }
 
-/// The most recently used values, each found by the SHA-256 digest of what it was made from.
-/// Bounded twice: at most `max_entries` values, and at most `max_bytes` of their sizes as the
-/// caller counts them; the least recently used go first.
-pub struct Recent<V> {
-    entries: Mutex<VecDeque<Entry<V>>>,
+/// The most recently used values, each found by a key made from what it was made from (the
+/// SHA-256 digest unless the caller says otherwise). Bounded twice: at most `max_entries`
+/// values, and at most `max_bytes` of their sizes as the caller counts them; the least recently
+/// used go first.
+pub struct Recent<V, K = [u8; 32]> {
+    entries: Mutex<VecDeque<Entry<V, K>>>,
     max_entries: usize,
     max_bytes: usize,
 }
 
-struct Entry<V> {
-    digest: [u8; 32],
+struct Entry<V, K> {
+    digest: K,
     value: Arc<V>,
     bytes: usize,
 }
 
-impl<V> Recent<V> {
+impl<V, K: PartialEq> Recent<V, K> {
     pub const fn new(max_entries: usize, max_bytes: usize) -> Self {
         Recent {
             entries: Mutex::new(VecDeque::new()),
@@ -40,7 +44,7 @@ impl<V> Recent<V> {
     }
 
     /// The value stored under `digest`, now the most recently used.
-    pub fn recall(&self, digest: &[u8; 32]) -> Option<Arc<V>> {
+    pub fn recall(&self, digest: &K) -> Option<Arc<V>> {
         let mut entries = self.lock();
         let at = entries.iter().position(|e| e.digest == *digest)?;
         let entry = entries.remove(at)?;
@@ -52,7 +56,7 @@ impl<V> Recent<V> {
     /// Stores `value` under `digest` as the most recently used, unless it alone is larger than
     /// the byte bound or another request stored the same digest meanwhile; then drops the least
     /// recently used until both bounds hold.
-    pub fn store(&self, digest: [u8; 32], value: Arc<V>, bytes: usize) {
+    pub fn store(&self, digest: K, value: Arc<V>, bytes: usize) {
         if bytes > self.max_bytes {
             return;
         }
@@ -79,16 +83,148 @@ impl<V> Recent<V> {
         self.lock().len()
     }
 
-    fn lock(&self) -> MutexGuard<'_, VecDeque<Entry<V>>> {
+    fn lock(&self) -> MutexGuard<'_, VecDeque<Entry<V, K>>> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
-impl<V> std::fmt::Debug for Recent<V> {
+impl<V, K: PartialEq> std::fmt::Debug for Recent<V, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print a value (a CA holds its key): the count only.
         f.debug_struct("Recent").field("len", &self.len()).finish()
     }
+}
+
+/// A hook's sync request decoded from bytes it keeps; [`decoded_request!`] declares one.
+pub trait DecodedRequest: Sized + Send + Sync {
+    /// Decodes `bytes` as [`crate::contract::decode`] does, keeping them.
+    fn decode(bytes: Box<[u8]>) -> Result<Self, RequestError>;
+    /// The bytes it was decoded from.
+    fn bytes(&self) -> &[u8];
+}
+
+/// Declares `$name`: a `$request` (a request type with one lifetime, borrowing from the body)
+/// together with the bytes it was decoded from, for [`DecodedRequests`].
+macro_rules! decoded_request {
+    ($(#[$doc:meta])* $name:ident, $request:ident) => {
+        self_cell::self_cell!(
+            $(#[$doc])*
+            pub struct $name {
+                owner: Box<[u8]>,
+                #[covariant]
+                dependent: $request,
+            }
+        );
+
+        impl $crate::memo::DecodedRequest for $name {
+            fn decode(bytes: Box<[u8]>) -> Result<Self, $crate::RequestError> {
+                Self::try_new(bytes, |bytes| $crate::contract::decode(bytes))
+            }
+
+            fn bytes(&self) -> &[u8] {
+                self.borrow_owner()
+            }
+        }
+    };
+}
+pub(crate) use decoded_request;
+
+/// One hook's sync requests decoded before. Metacontroller resyncs a parent that has not changed
+/// with the same bytes (its objects come from informer caches, and Go writes map keys in
+/// order), so a resync skips decoding, the larger part of a hook's time. A request is found by
+/// its length and a fingerprint of its bytes, then compared with the remembered one byte for
+/// byte: one that differs in any byte is decoded afresh. What the hook works out from the
+/// request (and the time) is worked out on every sync. Bounded: the [`Self::CAPACITY`] most
+/// recently used, and [`Self::BYTES`] between them, each counted as twice its text (decoding
+/// keeps 0.26-0.66 times the text beside it on the load run's requests); a request larger than
+/// half the bound is decoded on every sync.
+pub struct DecodedRequests<R>(Recent<R, (usize, u64)>);
+
+impl<R> Default for DecodedRequests<R> {
+    fn default() -> Self {
+        Self::new(Self::CAPACITY, Self::BYTES)
+    }
+}
+
+impl<R> DecodedRequests<R> {
+    pub const CAPACITY: usize = 256;
+    pub const BYTES: usize = 8 << 20;
+
+    /// A memo of at most `max_entries` requests and `max_bytes` (as counted above); with
+    /// `max_bytes` 0 it remembers nothing.
+    pub const fn new(max_entries: usize, max_bytes: usize) -> Self {
+        DecodedRequests(Recent::new(max_entries, max_bytes))
+    }
+}
+
+impl<R: DecodedRequest> DecodedRequests<R> {
+    /// `body` decoded: the request remembered from the same bytes, or decoded now and
+    /// remembered. A body that does not decode is an error, as from [`crate::contract::decode`].
+    pub fn decode(&self, body: &[u8]) -> Result<Arc<R>, RequestError> {
+        let key = (body.len(), fingerprint(body));
+        if let Some(request) = self.0.recall(&key) {
+            if request.bytes() == body {
+                return Ok(request);
+            }
+            // Different bytes with the same fingerprint: decoded, and not remembered in place
+            // of the request already under this key.
+            return R::decode(body.into()).map(Arc::new);
+        }
+        let request = Arc::new(R::decode(body.into())?);
+        self.0.store(key, Arc::clone(&request), 2 * body.len());
+        Ok(request)
+    }
+}
+
+impl<R> std::fmt::Debug for DecodedRequests<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A request may hold Secret values: the count only.
+        f.debug_tuple("DecodedRequests").field(&self.0).finish()
+    }
+}
+
+/// The sync requests each hook decoded before (delete-graph's sync and finalize share theirs).
+#[derive(Debug, Default)]
+pub struct Requests {
+    pub app_discovery: DecodedRequests<app_discovery::DecodedSync>,
+    pub delete_graph: DecodedRequests<delete_graph::DecodedSync>,
+    pub cert_rotation: DecodedRequests<cert_rotation::DecodedSync>,
+    pub mesh_root_certificate: DecodedRequests<mesh_root_certificate::DecodedSync>,
+}
+
+impl Requests {
+    /// Remembers no request: every sync decodes its body.
+    pub const fn none() -> Self {
+        Requests {
+            app_discovery: DecodedRequests::new(0, 0),
+            delete_graph: DecodedRequests::new(0, 0),
+            cert_rotation: DecodedRequests::new(0, 0),
+            mesh_root_certificate: DecodedRequests::new(0, 0),
+        }
+    }
+}
+
+/// A 64-bit fingerprint of `bytes` that finds a remembered request quickly; not a digest: a
+/// match is confirmed by comparing the bytes. Four independent multiply-and-rotate lanes over
+/// 8-byte words, so that it runs at memory speed rather than at one multiply's latency a word.
+fn fingerprint(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut lanes = [1u64, 2, 3, 4];
+    let mut blocks = bytes.chunks_exact(32);
+    for block in &mut blocks {
+        for (lane, word) in lanes.iter_mut().zip(block.chunks_exact(8)) {
+            let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+            *lane = (*lane ^ word).wrapping_mul(K).rotate_left(29);
+        }
+    }
+    let mut hash = bytes.len() as u64;
+    for value in lanes
+        .into_iter()
+        .chain(blocks.remainder().iter().map(|&b| u64::from(b)))
+    {
+        hash = (hash ^ value).wrapping_mul(K).rotate_left(31);
+    }
+    hash
 }
 
 #[cfg(test)]
@@ -97,6 +233,79 @@ mod tests {
 
     fn digest(n: u8) -> [u8; 32] {
         [n; 32]
+    }
+
+    /// A request type for the tests: strings borrowed from the body.
+    type Words<'a> = Vec<&'a str>;
+
+    decoded_request!(
+        /// A list of words with the bytes it was decoded from.
+        DecodedWords,
+        Words
+    );
+
+    #[test]
+    fn a_request_is_decoded_once_for_the_same_bytes_and_again_for_any_other() {
+        let memo = DecodedRequests::<DecodedWords>::default();
+        let first = memo.decode(br#"["a","b"]"#).unwrap();
+        assert_eq!(*first.borrow_dependent(), ["a", "b"]);
+        let again = memo.decode(br#"["a","b"]"#).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        // One byte differs: decoded afresh, and both remembered.
+        let other = memo.decode(br#"["a","c"]"#).unwrap();
+        assert_eq!(*other.borrow_dependent(), ["a", "c"]);
+        assert_eq!(memo.0.len(), 2);
+        // A body that does not decode is the decoder's error, and is not remembered.
+        let err = memo.decode(br#"["a",1]"#).err().unwrap();
+        assert_eq!(err.path, "[1]");
+        assert_eq!(memo.0.len(), 2);
+        // Debug never shows a request (it may hold Secret values).
+        assert_eq!(format!("{memo:?}"), "DecodedRequests(Recent { len: 2 })");
+    }
+
+    #[test]
+    fn a_remembered_request_under_the_same_fingerprint_is_compared_not_trusted() {
+        let memo = DecodedRequests::<DecodedWords>::default();
+        let body: &[u8] = br#"["b"]"#;
+        // Another request of the same length stored under body's key, as a fingerprint
+        // collision would leave it.
+        let collided = Arc::new(DecodedWords::decode(br#"["a"]"#.to_vec().into()).unwrap());
+        memo.0
+            .store((body.len(), fingerprint(body)), Arc::clone(&collided), 10);
+        let decoded = memo.decode(body).unwrap();
+        assert_eq!(*decoded.borrow_dependent(), ["b"]);
+        // The one already under the key stays.
+        let recalled = memo.0.recall(&(body.len(), fingerprint(body))).unwrap();
+        assert!(Arc::ptr_eq(&recalled, &collided));
+    }
+
+    #[test]
+    fn decoded_requests_are_bounded_by_twice_their_text() {
+        let none = DecodedRequests::<DecodedWords>::new(0, 0);
+        let first = none.decode(br#"["a"]"#).unwrap();
+        assert!(!Arc::ptr_eq(&first, &none.decode(br#"["a"]"#).unwrap()));
+        assert_eq!(none.0.len(), 0);
+        // Room for two 5-byte requests (10 bytes each as counted), not three.
+        let two = DecodedRequests::<DecodedWords>::new(10, 20);
+        for body in [br#"["a"]"#, br#"["b"]"#, br#"["c"]"#] {
+            two.decode(body).unwrap();
+        }
+        assert_eq!(two.0.len(), 2);
+        assert!(two.0.recall(&(5, fingerprint(br#"["a"]"#))).is_none());
+        // A request larger than half the bound is decoded, not remembered.
+        two.decode(br#"["abcdefgh"]"#).unwrap();
+        assert_eq!(two.0.len(), 2);
+    }
+
+    #[test]
+    fn the_fingerprint_reads_every_byte() {
+        let body = vec![b' '; 100];
+        let base = fingerprint(&body);
+        for at in 0..body.len() {
+            let mut changed = body.clone();
+            changed[at] = b'\t';
+            assert_ne!(fingerprint(&changed), base, "byte {at}");
+        }
     }
 
     #[test]

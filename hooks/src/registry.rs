@@ -11,8 +11,8 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 /// What a hook may use besides its request: the time, randomness for key generation, and the
-/// server's memos (certificates checked and specs planned before; shared between requests, they
-/// only save time).
+/// server's memos (sync requests decoded, certificates checked and specs planned before; shared
+/// between requests, they only save time).
 pub struct HookContext<'a> {
     pub now: OffsetDateTime,
     pub rng: &'a mut dyn CryptoRngCore,

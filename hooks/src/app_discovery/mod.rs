@@ -29,11 +29,18 @@ pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput,
     HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
 }
 
+crate::memo::decoded_request!(
+    /// A sync request with the bytes it was decoded from, for the memo of decoded requests.
+    DecodedSync,
+    SyncRequest
+);
+
 /// `POST /app-discovery/sync`.
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
-    let req: SyncRequest = decode(body)?;
+    let decoded = ctx.memo.requests.app_discovery.decode(body)?;
+    let req = decoded.borrow_dependent();
     parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
-    let response = sync::sync(&req, ctx.now);
+    let response = sync::sync(req, ctx.now);
     HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
 }
 

@@ -11,6 +11,7 @@ use crate::contract::{
 use crate::mesh_root_certificate::model::MRC_API;
 use crate::registry::{HookContext, HookOutput, Subject};
 use crate::RequestError;
+use sync::SyncRequest;
 
 /// The parent's kind.
 const KIND: &str = "CertificateManager";
@@ -29,11 +30,18 @@ pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput,
     HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
 }
 
+crate::memo::decoded_request!(
+    /// A sync request with the bytes it was decoded from, for the memo of decoded requests.
+    DecodedSync,
+    SyncRequest
+);
+
 /// `POST /cert-rotation/sync`.
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
-    let req: sync::SyncRequest = decode(body)?;
+    let decoded = ctx.memo.requests.cert_rotation.decode(body)?;
+    let req = decoded.borrow_dependent();
     parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
-    let response = sync::sync(&req, ctx.now, ctx.rng, &ctx.memo.pki);
+    let response = sync::sync(req, ctx.now, ctx.rng, &ctx.memo.pki);
     HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
 }
 

@@ -17,6 +17,12 @@ use sync::{reconcile, SyncRequest};
 /// The parent's kind.
 const KIND: &str = "WorkloadSet";
 
+crate::memo::decoded_request!(
+    /// A sync request with the bytes it was decoded from, for the memo of decoded requests.
+    DecodedSync,
+    SyncRequest
+);
+
 /// `POST /delete-graph/sync`: a sync, or the teardown when `finalizing` is true.
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     answer(body, ctx, false)
@@ -29,11 +35,12 @@ pub fn finalize_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, R
 
 /// The sync or teardown of the WorkloadSet in `body`, its spec planned through the memo.
 fn answer(body: &[u8], ctx: &HookContext, teardown: bool) -> Result<HookOutput, RequestError> {
-    let req: SyncRequest = decode(body)?;
+    let decoded = ctx.memo.requests.delete_graph.decode(body)?;
+    let req = decoded.borrow_dependent();
     let parent = &req.parent;
     parent_namespace(&parent.metadata.namespace, "parent", KIND)?;
     let plan = ctx.memo.plans.plan(parent.spec, &parent.metadata.name)?;
-    let response = reconcile(&req, &plan, teardown || req.finalizing, ctx.now);
+    let response = reconcile(req, &plan, teardown || req.finalizing, ctx.now);
     HookOutput::json(Subject::object(KIND, &parent.metadata), &response)
 }
 

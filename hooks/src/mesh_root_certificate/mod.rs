@@ -11,6 +11,7 @@ use crate::contract::{
 use crate::registry::{HookContext, HookOutput, Subject};
 use crate::RequestError;
 use model::{tresor_secret_name, Mrc, MANAGER_API, MRC_API};
+use sync::SyncRequest;
 
 /// The kind of the decorated object.
 const KIND: &str = "MeshRootCertificate";
@@ -37,11 +38,18 @@ pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput,
     )
 }
 
+crate::memo::decoded_request!(
+    /// A sync request with the bytes it was decoded from, for the memo of decoded requests.
+    DecodedSync,
+    SyncRequest
+);
+
 /// `POST /mesh-root-certificate/sync`.
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
-    let req: sync::SyncRequest = decode(body)?;
+    let decoded = ctx.memo.requests.mesh_root_certificate.decode(body)?;
+    let req = decoded.borrow_dependent();
     parent_namespace(&req.object.metadata.namespace, "object", KIND)?;
-    let response = sync::sync(&req, ctx.now, ctx.rng, &ctx.memo.pki.cas);
+    let response = sync::sync(req, ctx.now, ctx.rng, &ctx.memo.pki.cas);
     HookOutput::json(Subject::object(KIND, &req.object.metadata), &response)
 }
 
