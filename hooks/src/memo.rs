@@ -6,6 +6,7 @@
 use crate::delete_graph::plan::PlanMemo;
 use crate::pki::PkiMemo;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate, RequestError};
+use serde::Deserialize;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -97,10 +98,15 @@ impl<V, K: PartialEq> std::fmt::Debug for Recent<V, K> {
 
 /// A hook's sync request decoded from bytes it keeps; [`decoded_request!`] declares one.
 pub trait DecodedRequest: Sized + Send + Sync {
+    /// The request, borrowing from the bytes it is decoded from.
+    type Request<'a>: Deserialize<'a>
+    where
+        Self: 'a;
     /// Decodes `bytes` as [`crate::contract::decode`] does, keeping them.
     fn decode(bytes: Box<[u8]>) -> Result<Self, RequestError>;
     /// The bytes it was decoded from.
     fn bytes(&self) -> &[u8];
+    fn request(&self) -> &Self::Request<'_>;
 }
 
 /// Declares `$name`: a `$request` (a request type with one lifetime, borrowing from the body)
@@ -117,12 +123,18 @@ macro_rules! decoded_request {
         );
 
         impl $crate::memo::DecodedRequest for $name {
+            type Request<'a> = $request<'a>;
+
             fn decode(bytes: Box<[u8]>) -> Result<Self, $crate::RequestError> {
                 Self::try_new(bytes, |bytes| $crate::contract::decode(bytes))
             }
 
             fn bytes(&self) -> &[u8] {
                 self.borrow_owner()
+            }
+
+            fn request(&self) -> &$request<'_> {
+                self.borrow_dependent()
             }
         }
     };
@@ -134,11 +146,19 @@ pub(crate) use decoded_request;
 /// order), so a resync skips decoding, the larger part of a hook's time. A request is found by
 /// its length and a fingerprint of its bytes, then compared with the remembered one byte for
 /// byte: one that differs in any byte is decoded afresh. What the hook works out from the
-/// request (and the time) is worked out on every sync. Bounded: the [`Self::CAPACITY`] most
-/// recently used, and [`Self::BYTES`] between them, each counted as twice its text (decoding
-/// keeps 0.26-0.66 times the text beside it on the load run's requests); a request larger than
-/// half the bound is decoded on every sync.
-pub struct DecodedRequests<R>(Recent<R, (usize, u64)>);
+/// request (and the time) is worked out on every sync.
+///
+/// A request is kept decoded the second time its fingerprint comes among the last
+/// [`Self::CAPACITY`] seen: requests that change on every sync are not kept at all, which would
+/// only cost memory and cache. Bounded: the [`Self::CAPACITY`] most recently used, and
+/// [`Self::BYTES`] between them, each counted as twice its text (decoding keeps 0.26-0.66 times
+/// the text beside it on the load run's requests); a request larger than half the bound is
+/// decoded on every sync.
+pub struct DecodedRequests<R> {
+    kept: Recent<R, (usize, u64)>,
+    /// The fingerprints of the requests seen last, kept or not.
+    seen: Recent<(), (usize, u64)>,
+}
 
 impl<R> Default for DecodedRequests<R> {
     fn default() -> Self {
@@ -153,33 +173,49 @@ impl<R> DecodedRequests<R> {
     /// A memo of at most `max_entries` requests and `max_bytes` (as counted above); with
     /// `max_bytes` 0 it remembers nothing.
     pub const fn new(max_entries: usize, max_bytes: usize) -> Self {
-        DecodedRequests(Recent::new(max_entries, max_bytes))
+        DecodedRequests {
+            kept: Recent::new(max_entries, max_bytes),
+            seen: Recent::new(max_entries, max_bytes),
+        }
     }
 }
 
 impl<R: DecodedRequest> DecodedRequests<R> {
-    /// `body` decoded: the request remembered from the same bytes, or decoded now and
-    /// remembered. A body that does not decode is an error, as from [`crate::contract::decode`].
-    pub fn decode(&self, body: &[u8]) -> Result<Arc<R>, RequestError> {
+    /// `answer` of `body` decoded: the request kept from the same bytes, or decoded now (and
+    /// kept if its fingerprint was seen before). A body that does not decode is an error, as
+    /// from [`crate::contract::decode`].
+    pub fn with_request<T>(
+        &self,
+        body: &[u8],
+        answer: impl FnOnce(&R::Request<'_>) -> Result<T, RequestError>,
+    ) -> Result<T, RequestError> {
         let key = (body.len(), fingerprint(body));
-        if let Some(request) = self.0.recall(&key) {
-            if request.bytes() == body {
-                return Ok(request);
+        if let Some(kept) = self.kept.recall(&key) {
+            if kept.bytes() == body {
+                return answer(kept.request());
             }
-            // Different bytes with the same fingerprint: decoded, and not remembered in place
-            // of the request already under this key.
-            return R::decode(body.into()).map(Arc::new);
+            // Different bytes with the same fingerprint: decoded, and not kept in place of the
+            // request already under this key.
+            return answer(&crate::contract::decode(body)?);
         }
-        let request = Arc::new(R::decode(body.into())?);
-        self.0.store(key, Arc::clone(&request), 2 * body.len());
-        Ok(request)
+        if self.seen.recall(&key).is_some() {
+            let kept = Arc::new(R::decode(body.into())?);
+            self.kept.store(key, Arc::clone(&kept), 2 * body.len());
+            return answer(kept.request());
+        }
+        let request = crate::contract::decode(body)?;
+        self.seen.store(key, Arc::new(()), 0);
+        answer(&request)
     }
 }
 
 impl<R> std::fmt::Debug for DecodedRequests<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // A request may hold Secret values: the count only.
-        f.debug_tuple("DecodedRequests").field(&self.0).finish()
+        // A request may hold Secret values: the counts only.
+        f.debug_struct("DecodedRequests")
+            .field("kept", &self.kept)
+            .field("seen", &self.seen)
+            .finish()
     }
 }
 
@@ -244,57 +280,83 @@ mod tests {
         Words
     );
 
-    #[test]
-    fn a_request_is_decoded_once_for_the_same_bytes_and_again_for_any_other() {
-        let memo = DecodedRequests::<DecodedWords>::default();
-        let first = memo.decode(br#"["a","b"]"#).unwrap();
-        assert_eq!(*first.borrow_dependent(), ["a", "b"]);
-        let again = memo.decode(br#"["a","b"]"#).unwrap();
-        assert!(Arc::ptr_eq(&first, &again));
-        // One byte differs: decoded afresh, and both remembered.
-        let other = memo.decode(br#"["a","c"]"#).unwrap();
-        assert_eq!(*other.borrow_dependent(), ["a", "c"]);
-        assert_eq!(memo.0.len(), 2);
-        // A body that does not decode is the decoder's error, and is not remembered.
-        let err = memo.decode(br#"["a",1]"#).err().unwrap();
-        assert_eq!(err.path, "[1]");
-        assert_eq!(memo.0.len(), 2);
-        // Debug never shows a request (it may hold Secret values).
-        assert_eq!(format!("{memo:?}"), "DecodedRequests(Recent { len: 2 })");
+    /// The words `memo` answers `body` with, and where the request it read them from lives.
+    fn words(memo: &DecodedRequests<DecodedWords>, body: &[u8]) -> (Vec<String>, usize) {
+        memo.with_request(body, |words| {
+            let read = words.iter().map(|w| w.to_string()).collect();
+            Ok((read, words as *const Words as usize))
+        })
+        .unwrap()
     }
 
     #[test]
-    fn a_remembered_request_under_the_same_fingerprint_is_compared_not_trusted() {
+    fn a_request_seen_twice_is_kept_and_one_that_differs_is_decoded_afresh() {
+        let memo = DecodedRequests::<DecodedWords>::default();
+        let body: &[u8] = br#"["a","b"]"#;
+        assert_eq!(words(&memo, body).0, ["a", "b"]);
+        // Seen once: not kept yet.
+        assert_eq!((memo.kept.len(), memo.seen.len()), (0, 1));
+        let (read, second) = words(&memo, body);
+        assert_eq!(read, ["a", "b"]);
+        assert_eq!(memo.kept.len(), 1);
+        let kept = memo.kept.recall(&(body.len(), fingerprint(body))).unwrap();
+        assert_eq!(second, kept.request() as *const Words as usize);
+        // The third time it is the kept request that answers.
+        assert_eq!(words(&memo, body), (read, second));
+        // One byte differs: decoded afresh, and kept once seen twice.
+        assert_eq!(words(&memo, br#"["a","c"]"#).0, ["a", "c"]);
+        assert_eq!(memo.kept.len(), 1);
+        assert_eq!(words(&memo, br#"["a","c"]"#).0, ["a", "c"]);
+        assert_eq!(memo.kept.len(), 2);
+        // A body that does not decode is the decoder's error, and is neither kept nor seen.
+        for _ in 0..2 {
+            let err = memo.with_request(br#"["a",1]"#, |_| Ok(())).unwrap_err();
+            assert_eq!(err.path, "[1]");
+        }
+        assert_eq!((memo.kept.len(), memo.seen.len()), (2, 2));
+        // Debug never shows a request (it may hold Secret values).
+        assert_eq!(
+            format!("{memo:?}"),
+            "DecodedRequests { kept: Recent { len: 2 }, seen: Recent { len: 2 } }"
+        );
+    }
+
+    #[test]
+    fn a_kept_request_under_the_same_fingerprint_is_compared_not_trusted() {
         let memo = DecodedRequests::<DecodedWords>::default();
         let body: &[u8] = br#"["b"]"#;
-        // Another request of the same length stored under body's key, as a fingerprint
-        // collision would leave it.
+        let key = (body.len(), fingerprint(body));
+        // Another request of the same length kept under body's key, as a fingerprint collision
+        // would leave it.
         let collided = Arc::new(DecodedWords::decode(br#"["a"]"#.to_vec().into()).unwrap());
-        memo.0
-            .store((body.len(), fingerprint(body)), Arc::clone(&collided), 10);
-        let decoded = memo.decode(body).unwrap();
-        assert_eq!(*decoded.borrow_dependent(), ["b"]);
+        memo.kept.store(key, Arc::clone(&collided), 10);
+        for _ in 0..3 {
+            assert_eq!(words(&memo, body).0, ["b"]);
+        }
         // The one already under the key stays.
-        let recalled = memo.0.recall(&(body.len(), fingerprint(body))).unwrap();
-        assert!(Arc::ptr_eq(&recalled, &collided));
+        assert!(Arc::ptr_eq(&memo.kept.recall(&key).unwrap(), &collided));
     }
 
     #[test]
     fn decoded_requests_are_bounded_by_twice_their_text() {
         let none = DecodedRequests::<DecodedWords>::new(0, 0);
-        let first = none.decode(br#"["a"]"#).unwrap();
-        assert!(!Arc::ptr_eq(&first, &none.decode(br#"["a"]"#).unwrap()));
-        assert_eq!(none.0.len(), 0);
+        for _ in 0..3 {
+            assert_eq!(words(&none, br#"["a"]"#).0, ["a"]);
+        }
+        assert_eq!((none.kept.len(), none.seen.len()), (0, 0));
         // Room for two 5-byte requests (10 bytes each as counted), not three.
         let two = DecodedRequests::<DecodedWords>::new(10, 20);
         for body in [br#"["a"]"#, br#"["b"]"#, br#"["c"]"#] {
-            two.decode(body).unwrap();
+            words(&two, body);
+            words(&two, body);
         }
-        assert_eq!(two.0.len(), 2);
-        assert!(two.0.recall(&(5, fingerprint(br#"["a"]"#))).is_none());
-        // A request larger than half the bound is decoded, not remembered.
-        two.decode(br#"["abcdefgh"]"#).unwrap();
-        assert_eq!(two.0.len(), 2);
+        assert_eq!(two.kept.len(), 2);
+        assert!(two.kept.recall(&(5, fingerprint(br#"["a"]"#))).is_none());
+        // A request larger than half the bound is decoded, not kept.
+        for _ in 0..2 {
+            words(&two, br#"["abcdefgh"]"#);
+        }
+        assert_eq!(two.kept.len(), 2);
     }
 
     #[test]

@@ -37,11 +37,11 @@ crate::memo::decoded_request!(
 
 /// `POST /app-discovery/sync`.
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
-    let decoded = ctx.memo.requests.app_discovery.decode(body)?;
-    let req = decoded.borrow_dependent();
-    parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
-    let response = sync::sync(req, ctx.now);
-    HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
+    ctx.memo.requests.app_discovery.with_request(body, |req| {
+        parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
+        let response = sync::sync(req, ctx.now);
+        HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
+    })
 }
 
 /// `POST /app-discovery/mutate`: labels new KeptnAppCreationRequests `managed-by: keptn` so that

@@ -38,11 +38,11 @@ crate::memo::decoded_request!(
 
 /// `POST /cert-rotation/sync`.
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
-    let decoded = ctx.memo.requests.cert_rotation.decode(body)?;
-    let req = decoded.borrow_dependent();
-    parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
-    let response = sync::sync(req, ctx.now, ctx.rng, &ctx.memo.pki);
-    HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
+    ctx.memo.requests.cert_rotation.with_request(body, |req| {
+        parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
+        let response = sync::sync(req, ctx.now, ctx.rng, &ctx.memo.pki);
+        HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
+    })
 }
 
 #[cfg(test)]

@@ -35,13 +35,13 @@ pub fn finalize_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, R
 
 /// The sync or teardown of the WorkloadSet in `body`, its spec planned through the memo.
 fn answer(body: &[u8], ctx: &HookContext, teardown: bool) -> Result<HookOutput, RequestError> {
-    let decoded = ctx.memo.requests.delete_graph.decode(body)?;
-    let req = decoded.borrow_dependent();
-    let parent = &req.parent;
-    parent_namespace(&parent.metadata.namespace, "parent", KIND)?;
-    let plan = ctx.memo.plans.plan(parent.spec, &parent.metadata.name)?;
-    let response = reconcile(req, &plan, teardown || req.finalizing, ctx.now);
-    HookOutput::json(Subject::object(KIND, &parent.metadata), &response)
+    ctx.memo.requests.delete_graph.with_request(body, |req| {
+        let parent = &req.parent;
+        parent_namespace(&parent.metadata.namespace, "parent", KIND)?;
+        let plan = ctx.memo.plans.plan(parent.spec, &parent.metadata.name)?;
+        let response = reconcile(req, &plan, teardown || req.finalizing, ctx.now);
+        HookOutput::json(Subject::object(KIND, &parent.metadata), &response)
+    })
 }
 
 /// `POST /delete-graph/validate`: denies invalid specs and dependency cycles on CREATE and

@@ -46,11 +46,14 @@ crate::memo::decoded_request!(
 
 /// `POST /mesh-root-certificate/sync`.
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
-    let decoded = ctx.memo.requests.mesh_root_certificate.decode(body)?;
-    let req = decoded.borrow_dependent();
-    parent_namespace(&req.object.metadata.namespace, "object", KIND)?;
-    let response = sync::sync(req, ctx.now, ctx.rng, &ctx.memo.pki.cas);
-    HookOutput::json(Subject::object(KIND, &req.object.metadata), &response)
+    ctx.memo
+        .requests
+        .mesh_root_certificate
+        .with_request(body, |req| {
+            parent_namespace(&req.object.metadata.namespace, "object", KIND)?;
+            let response = sync::sync(req, ctx.now, ctx.rng, &ctx.memo.pki.cas);
+            HookOutput::json(Subject::object(KIND, &req.object.metadata), &response)
+        })
 }
 
 /// `POST /mesh-root-certificate/validate`.
