@@ -7,6 +7,11 @@
 # sizes about 7 minutes) on 127.0.0.1 only. Prints a markdown table, and last which of the
 # performance issue's loopback, memory and start-up targets this run met.
 # ROUTES and SIZES narrow the run; FEATURES=mimalloc builds the server with mimalloc.
+# By default wrk sends one body over and over, as Metacontroller resyncs a parent that has not
+# changed, so metahooks decodes it once (its memo of decoded requests). VARY=1 makes every
+# request differ (the first resourceVersion in the body, a child's, counts up in each of wrk's
+# threads), so that every request is decoded, as when something changed; the floors get the
+# same requests.
 # Each (metahooks, echo, scan, naive) set runs ROUNDS times back to back; the table gives the median
 # of each figure and the median of the per-round ratios, so that a noisy moment of a shared
 # machine moves one round, not the result. Errors are summed over the rounds.
@@ -41,6 +46,20 @@ wrk.headers["Content-Type"] = "application/json"
 local f = io.open(os.getenv("BODY"), "rb")
 wrk.body = f:read("*all")
 f:close()
+if os.getenv("VARY") == "1" then
+  local _, at = wrk.body:find('"resourceVersion":"184467"', 1, true)
+  assert(at, "VARY=1 needs a resourceVersion of 184467 in the body")
+  local head, tail = wrk.body:sub(1, at - 7), wrk.body:sub(at)
+  local threads, n = 0, 0
+  setup = function(thread)
+    threads = threads + 1
+    thread:set("id", threads)
+  end
+  request = function()
+    n = n + 1
+    return wrk.format(nil, nil, nil, head .. string.format("%d%05d", id, n % 100000) .. tail)
+  end
+end
 done = function(summary, latency, requests)
   local errors = summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout
   io.write(string.format("RESULT %.1f %.3f %.3f %d\n", summary.requests / (summary.duration / 1e6),
@@ -149,6 +168,12 @@ peak_kb=$(awk '/VmHWM/ {print $2}' /proc/$server/status)
 echo
 echo "start to ready (self-signed TLS included): ${ready_ms} ms; idle RSS: $((idle_kb / 1024)) MiB; peak RSS under load: $((peak_kb / 1024)) MiB"
 echo "servers pinned: ${server_cpu[*]:-no}; wrk pinned: ${client_cpu[*]:-no}; ${ROUNDS} rounds of ${DURATION} s per server, medians"
+if [ "${VARY:-0}" = 1 ]; then
+  echo "requests: every one differs (VARY=1), so metahooks decodes every one; wrk builds each body,"
+  echo "which lowers the echo floor it can drive: compare the CPU per request, not \"vs echo\""
+else
+  echo "requests: the same body over and over, as on resyncs of a parent that has not changed (VARY=1 for changing ones)"
+fi
 # How idle CPUs wait: in a virtual machine whose idle vCPUs halt at once, every answer that
 # wakes wrk on the other CPU costs the server an interrupt (docs/BENCHMARKS.md).
 idle_driver=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown)
