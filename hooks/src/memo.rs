@@ -1,7 +1,7 @@
 //! What the hooks remember between requests, shared by every request of a server. A memo saves
 //! time and never changes an answer: each entry is found by every input byte it was made from
-//! (SHA-256 over them, or for a decoded request the bytes themselves, compared in full), so an
-//! input that differs in any byte is worked out afresh.
+//! (SHA-256 over them, or for a decoded request and a CA Secret the bytes themselves, compared
+//! in full), so an input that differs in any byte is worked out afresh.
 
 use crate::delete_graph::plan::PlanMemo;
 use crate::pki::PkiMemo;
@@ -155,9 +155,9 @@ pub(crate) use decoded_request;
 /// the text beside it on the load run's requests); a request larger than half the bound is
 /// decoded on every sync.
 pub struct DecodedRequests<R> {
-    kept: Recent<R, (usize, u64)>,
+    kept: Recent<R, Fingerprint>,
     /// The fingerprints of the requests seen last, kept or not.
-    seen: Recent<(), (usize, u64)>,
+    seen: Recent<(), Fingerprint>,
 }
 
 impl<R> Default for DecodedRequests<R> {
@@ -189,7 +189,7 @@ impl<R: DecodedRequest> DecodedRequests<R> {
         body: &[u8],
         answer: impl FnOnce(&R::Request<'_>) -> Result<T, RequestError>,
     ) -> Result<T, RequestError> {
-        let key = (body.len(), fingerprint(body));
+        let key = fingerprint(body);
         if let Some(kept) = self.kept.recall(&key) {
             if kept.bytes() == body {
                 return answer(kept.request());
@@ -240,10 +240,13 @@ impl Requests {
     }
 }
 
-/// A 64-bit fingerprint of `bytes` that finds a remembered request quickly; not a digest: a
-/// match is confirmed by comparing the bytes. Four independent multiply-and-rotate lanes over
-/// 8-byte words, so that it runs at memory speed rather than at one multiply's latency a word.
-fn fingerprint(bytes: &[u8]) -> u64 {
+/// What finds an entry made from bytes kept beside it (a decoded request, a CA Secret): their
+/// length and a 64-bit hash of them. Not a digest: a match is confirmed by comparing the bytes.
+pub(crate) type Fingerprint = (usize, u64);
+
+/// The [`Fingerprint`] of `bytes`: four independent multiply-and-rotate lanes over 8-byte words,
+/// so that it runs at memory speed rather than at one multiply's latency a word.
+pub(crate) fn fingerprint(bytes: &[u8]) -> Fingerprint {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut lanes = [1u64, 2, 3, 4];
     let mut blocks = bytes.chunks_exact(32);
@@ -260,7 +263,7 @@ fn fingerprint(bytes: &[u8]) -> u64 {
     {
         hash = (hash ^ value).wrapping_mul(K).rotate_left(31);
     }
-    hash
+    (bytes.len(), hash)
 }
 
 #[cfg(test)]
@@ -299,7 +302,7 @@ mod tests {
         let (read, second) = words(&memo, body);
         assert_eq!(read, ["a", "b"]);
         assert_eq!(memo.kept.len(), 1);
-        let kept = memo.kept.recall(&(body.len(), fingerprint(body))).unwrap();
+        let kept = memo.kept.recall(&fingerprint(body)).unwrap();
         assert_eq!(second, kept.request() as *const Words as usize);
         // The third time it is the kept request that answers.
         assert_eq!(words(&memo, body), (read, second));
@@ -325,7 +328,7 @@ mod tests {
     fn a_kept_request_under_the_same_fingerprint_is_compared_not_trusted() {
         let memo = DecodedRequests::<DecodedWords>::default();
         let body: &[u8] = br#"["b"]"#;
-        let key = (body.len(), fingerprint(body));
+        let key = fingerprint(body);
         // Another request of the same length kept under body's key, as a fingerprint collision
         // would leave it.
         let collided = Arc::new(DecodedWords::decode(br#"["a"]"#.to_vec().into()).unwrap());
@@ -351,7 +354,7 @@ mod tests {
             words(&two, body);
         }
         assert_eq!(two.kept.len(), 2);
-        assert!(two.kept.recall(&(5, fingerprint(br#"["a"]"#))).is_none());
+        assert!(two.kept.recall(&fingerprint(br#"["a"]"#)).is_none());
         // A request larger than half the bound is decoded, not kept.
         for _ in 0..2 {
             words(&two, br#"["abcdefgh"]"#);

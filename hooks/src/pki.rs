@@ -3,7 +3,7 @@
 //! Randomness for keys and serials comes from the caller; errors name what is wrong, never any
 //! key material.
 
-use crate::memo::Recent;
+use crate::memo::{fingerprint, Fingerprint, Recent};
 use rand_core::CryptoRngCore;
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -136,13 +136,20 @@ impl CheckedLeaves {
 /// CA Secrets already checked, remembered between syncs: every sync of every CertificateManager
 /// checks the CA Secrets of its signing and validating MRCs, and the full check (two PEM and
 /// X.509 parses and a P-256 scalar multiplication to match the key) costs more than the rest of
-/// a small sync. An entry is found by SHA-256 over the Secret's `ca.crt` and `private.key`
-/// values as sent, so a Secret that differs in any byte is checked afresh; only CAs that passed
-/// are stored, and expiry is checked against the request's time on every use. Bounded: the
-/// [`Self::CAPACITY`] most recently used.
+/// a small sync. An entry keeps the Secret's `ca.crt` and `private.key` values as sent; it is
+/// found by their fingerprint and compared with them byte for byte, so a Secret that differs in
+/// any byte is checked afresh. (SHA-256 over the values, the key before, took an eighth of a
+/// 25 KB resync's time.) Only CAs that passed are stored, and expiry is checked against the
+/// request's time on every use. Bounded: the [`Self::CAPACITY`] most recently used.
 #[derive(Debug)]
 pub struct CheckedCas {
-    recent: Recent<Ca>,
+    recent: Recent<CheckedCa, Fingerprint>,
+}
+
+/// A CA as checked, with the Secret values it was checked from (see [`CheckedCas::get`]).
+struct CheckedCa {
+    sent: Box<[u8]>,
+    ca: Arc<Ca>,
 }
 
 impl Default for CheckedCas {
@@ -165,23 +172,41 @@ impl CheckedCas {
         private_key: Option<&str>,
         now: OffsetDateTime,
     ) -> Result<Arc<Ca>, PkiError> {
-        let mut hasher = Sha256::new();
-        for part in [ca_crt, private_key] {
-            let bytes = part.map_or(&[][..], str::as_bytes);
-            hasher.update([u8::from(part.is_some())]);
-            hasher.update((bytes.len() as u64).to_be_bytes());
-            hasher.update(bytes);
-        }
-        let digest: [u8; 32] = hasher.finalize().into();
-        if let Some(ca) = self.recent.recall(&digest) {
-            check_expiry(ca.not_after, now)?;
-            return Ok(ca);
+        let sent = Self::sent(ca_crt, private_key);
+        let key = fingerprint(&sent);
+        let remembered = self.recent.recall(&key);
+        if let Some(checked) = remembered.filter(|checked| *checked.sent == *sent) {
+            check_expiry(checked.ca.not_after, now)?;
+            return Ok(Arc::clone(&checked.ca));
         }
         let crt = ca_crt.and_then(from_base64);
-        let key = private_key.and_then(from_base64);
-        let ca = Arc::new(Ca::from_secret(crt.as_deref(), key.as_deref(), now)?);
-        self.recent.store(digest, Arc::clone(&ca), 0); // counted by number, not size
+        let private_key = private_key.and_then(from_base64);
+        let ca = Arc::new(Ca::from_secret(
+            crt.as_deref(),
+            private_key.as_deref(),
+            now,
+        )?);
+        // Under a key already taken (other bytes, the same fingerprint) it is not stored.
+        let checked = CheckedCa {
+            sent: sent.into_boxed_slice(),
+            ca: Arc::clone(&ca),
+        };
+        self.recent.store(key, Arc::new(checked), 0); // counted by number, not size
         Ok(ca)
+    }
+
+    /// Both values as one run of bytes, each with whether it is there and its length, so that no
+    /// two pairs of values give the same bytes.
+    fn sent(ca_crt: Option<&str>, private_key: Option<&str>) -> Vec<u8> {
+        let len = |part: Option<&str>| 9 + part.map_or(0, str::len);
+        let mut sent = Vec::with_capacity(len(ca_crt) + len(private_key));
+        for part in [ca_crt, private_key] {
+            let bytes = part.map_or(&[][..], str::as_bytes);
+            sent.push(u8::from(part.is_some()));
+            sent.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+            sent.extend_from_slice(bytes);
+        }
+        sent
     }
 
     /// How many CAs are remembered.
@@ -1073,6 +1098,30 @@ mod tests {
         );
         assert_eq!(cas.len(), 1);
         assert!(!format!("{cas:?}").contains("PRIVATE"));
+    }
+
+    #[test]
+    fn a_remembered_ca_under_the_same_fingerprint_is_compared_not_trusted() {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let a = generate_ca("a", "td", NOW, &mut rng()).unwrap();
+        let b = generate_ca("b", "td", NOW, &mut rng()).unwrap();
+        let cas = CheckedCas::default();
+        let (crt_a, key_a) = (b64(&a.cert_pem), b64(&a.key_pem));
+        let ca_a = cas.get(Some(&crt_a), Some(&key_a), NOW).unwrap();
+        // CA a stored under the key of b's values, as a fingerprint collision would leave it.
+        let (crt_b, key_b) = (b64(&b.cert_pem), b64(&b.key_pem));
+        let sent_b = CheckedCas::sent(Some(&crt_b), Some(&key_b));
+        let collided = CheckedCa {
+            sent: crt_a.into_bytes().into_boxed_slice(),
+            ca: Arc::clone(&ca_a),
+        };
+        cas.recent
+            .store(fingerprint(&sent_b), Arc::new(collided), 0);
+        assert_eq!(
+            cas.get(Some(&crt_b), Some(&key_b), NOW).unwrap().pem(),
+            b.cert_pem
+        );
     }
 
     #[test]
