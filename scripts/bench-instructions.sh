@@ -4,11 +4,12 @@
 # into IgnoredAny, keeping nothing) on the load run's requests of about 25 KB, 200 KB and
 # 1.7 MB, counted by valgrind's callgrind. Unlike times, the counts are the same from run to run
 # on a shared machine, so two builds can be compared one change apart. Each figure is the cost of
-# one more request after the first: (count for 1 + RUNS requests - count for 1 request) / RUNS,
-# so that start-up and the first sync's memo work (the request decoded, cert-rotation's
-# certificate checks, delete-graph's spec plan; the memos are then warm, as on a resync) are
-# left out. "changed" counts the same with the request decoded on every sync, as when something
-# in it changed but not the spec or the certificates (`hook_loop ... changed`).
+# one more request after the first two: (count for 2 + RUNS requests - count for 2) / RUNS, so
+# that start-up and the memo work of the first syncs (cert-rotation's certificate checks,
+# delete-graph's spec plan, the request decoded and kept the second time it comes; the memos are
+# then warm, as on a resync) are left out. "changed" counts the same with the request decoded on
+# every sync, as when something in it changed but not the spec or the certificates
+# (`hook_loop ... changed`).
 # Instructions are not time: cache misses and system calls are not in them, and SHA-256 (the
 # memo keys) runs without the CPU's SHA instructions under valgrind, so it weighs more here
 # than in time. Prints a markdown table.
@@ -29,10 +30,10 @@ count() { # id body runs [changed] -> instructions
     awk '/ refs:/ {gsub(",", "", $NF); print $NF}'
 }
 per_request() { # id body [changed] -> instructions of one more request
-  local one more
-  one=$(count "$1" "$2" 1 "${@:3}")
-  more=$(count "$1" "$2" $((RUNS + 1)) "${@:3}")
-  echo $(((more - one) / RUNS))
+  local two more
+  two=$(count "$1" "$2" 2 "${@:3}")
+  more=$(count "$1" "$2" $((RUNS + 2)) "${@:3}")
+  echo $(((more - two) / RUNS))
 }
 ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
 

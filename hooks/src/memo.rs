@@ -79,6 +79,11 @@ impl<V, K: PartialEq> Recent<V, K> {
         }
     }
 
+    /// Whether a value of `bytes` (as the caller counts them) can be stored at all.
+    pub fn fits(&self, bytes: usize) -> bool {
+        bytes <= self.max_bytes
+    }
+
     /// How many values are remembered.
     pub(crate) fn len(&self) -> usize {
         self.lock().len()
@@ -153,7 +158,7 @@ pub(crate) use decoded_request;
 /// only cost memory and cache. Bounded: the [`Self::CAPACITY`] most recently used, and
 /// [`Self::BYTES`] between them, each counted as twice its text (decoding keeps 0.26-0.66 times
 /// the text beside it on the load run's requests); a request larger than half the bound is
-/// decoded on every sync.
+/// decoded on every sync, without a fingerprint.
 pub struct DecodedRequests<R> {
     kept: Recent<R, Fingerprint>,
     /// The fingerprints of the requests seen last, kept or not.
@@ -170,13 +175,18 @@ impl<R> DecodedRequests<R> {
     pub const CAPACITY: usize = 256;
     pub const BYTES: usize = 8 << 20;
 
-    /// A memo of at most `max_entries` requests and `max_bytes` (as counted above); with
-    /// `max_bytes` 0 it remembers nothing.
+    /// A memo of at most `max_entries` requests and `max_bytes` (as counted above).
     pub const fn new(max_entries: usize, max_bytes: usize) -> Self {
         DecodedRequests {
             kept: Recent::new(max_entries, max_bytes),
             seen: Recent::new(max_entries, max_bytes),
         }
+    }
+
+    /// A memo that keeps nothing, but fingerprints each request it could keep, as a request
+    /// not seen before costs.
+    pub const fn none() -> Self {
+        Self::new(0, Self::BYTES)
     }
 }
 
@@ -189,6 +199,10 @@ impl<R: DecodedRequest> DecodedRequests<R> {
         body: &[u8],
         answer: impl FnOnce(&R::Request<'_>) -> Result<T, RequestError>,
     ) -> Result<T, RequestError> {
+        if !self.kept.fits(2 * body.len()) {
+            // Too large to keep: not worth a fingerprint and a place among those seen.
+            return answer(&crate::contract::decode(body)?);
+        }
         let key = fingerprint(body);
         if let Some(kept) = self.kept.recall(&key) {
             if kept.bytes() == body {
@@ -229,13 +243,13 @@ pub struct Requests {
 }
 
 impl Requests {
-    /// Remembers no request: every sync decodes its body.
+    /// Keeps no request: every sync decodes its body, as a request not seen before does.
     pub const fn none() -> Self {
         Requests {
-            app_discovery: DecodedRequests::new(0, 0),
-            delete_graph: DecodedRequests::new(0, 0),
-            cert_rotation: DecodedRequests::new(0, 0),
-            mesh_root_certificate: DecodedRequests::new(0, 0),
+            app_discovery: DecodedRequests::none(),
+            delete_graph: DecodedRequests::none(),
+            cert_rotation: DecodedRequests::none(),
+            mesh_root_certificate: DecodedRequests::none(),
         }
     }
 }
@@ -355,11 +369,11 @@ mod tests {
         }
         assert_eq!(two.kept.len(), 2);
         assert!(two.kept.recall(&fingerprint(br#"["a"]"#)).is_none());
-        // A request larger than half the bound is decoded, not kept.
+        // A request larger than half the bound is decoded, neither kept nor seen.
         for _ in 0..2 {
-            words(&two, br#"["abcdefgh"]"#);
+            assert_eq!(words(&two, br#"["abcdefgh"]"#).0, ["abcdefgh"]);
         }
-        assert_eq!(two.kept.len(), 2);
+        assert_eq!((two.kept.len(), two.seen.len()), (2, 3));
     }
 
     #[test]
