@@ -1,6 +1,7 @@
-//! Criterion benches of the sync hooks (decode + hook + encode, the server's whole in-process
-//! cost) over generated requests of growing size, each beside its floor measured in the same run:
-//! serde_json parsing the same bytes into a `serde_json::Value` and serializing it back.
+//! Criterion benches of the sync hooks (the request decoded or found kept, the hook, the answer
+//! encoded: the server's whole in-process cost) over generated requests of growing size, each
+//! beside its floor measured in the same run: serde_json parsing the same bytes into a
+//! `serde_json::Value` and serializing it back.
 //! `scripts/bench-report.py` prints the hook/floor ratios.
 
 mod requests;
