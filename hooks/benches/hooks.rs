@@ -29,10 +29,10 @@ fn run_hook(id: &str, body: &[u8], memo: &Memo) -> Vec<u8> {
 }
 
 /// How the memos are used: shared by every iteration, as the server shares them between resyncs
-/// of a parent that has not changed (`Warm`: the request is decoded once); shared but for the
-/// decoded requests, as when something in the request changed but not the spec or the
-/// certificates (`Changed`: every iteration decodes); or new for each iteration, as on the first
-/// sync after a start or after a spec change (`Cold`).
+/// of a parent that has not changed (`Warm`: the request is kept the second time it comes and
+/// found from then on); shared but for the decoded requests, as when something in the request
+/// changed but not the spec or the certificates (`Changed`: every iteration decodes); or new for
+/// each iteration, as on the first sync after a start or after a spec change (`Cold`).
 #[derive(Clone, Copy)]
 enum MemoUse {
     Warm,

@@ -1,8 +1,9 @@
 //! Runs one hook on one request file a given number of times, as the server does (registry
 //! lookup, real clock, OS randomness, one set of memos shared between the runs), and prints
-//! the total size of the answers. After the first run the request is remembered decoded, as
-//! on a resync of a parent that has not changed; with `changed` after the count every run
-//! decodes it, as for a request that changed (the other memos still shared). With `floor`
+//! the total size of the answers. The request is kept decoded the second time it comes, so from
+//! the third run on it is found kept, as on a resync of a parent that has not changed; with
+//! `changed` after the count every run decodes it, as for a request that changed (the other
+//! memos still shared). With `floor`
 //! instead of a hook id it runs the benches' floor on the same bytes: parse into
 //! `serde_json::Value` and serialize it back; with `scan`, serde_json walking the bytes and
 //! keeping nothing. Meant for `valgrind --tool=callgrind`, whose instruction count is the same

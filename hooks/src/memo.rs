@@ -30,7 +30,7 @@ pub struct Recent<V, K = [u8; 32]> {
 }
 
 struct Entry<V, K> {
-    digest: K,
+    key: K,
     value: Arc<V>,
     bytes: usize,
 }
@@ -44,32 +44,28 @@ impl<V, K: PartialEq> Recent<V, K> {
         }
     }
 
-    /// The value stored under `digest`, now the most recently used.
-    pub fn recall(&self, digest: &K) -> Option<Arc<V>> {
+    /// The value stored under `key`, now the most recently used.
+    pub fn recall(&self, key: &K) -> Option<Arc<V>> {
         let mut entries = self.lock();
-        let at = entries.iter().position(|e| e.digest == *digest)?;
+        let at = entries.iter().position(|e| e.key == *key)?;
         let entry = entries.remove(at)?;
         let value = Arc::clone(&entry.value);
         entries.push_front(entry);
         Some(value)
     }
 
-    /// Stores `value` under `digest` as the most recently used, unless it alone is larger than
-    /// the byte bound or another request stored the same digest meanwhile; then drops the least
+    /// Stores `value` under `key` as the most recently used, unless it alone is larger than the
+    /// byte bound or another request stored the same key meanwhile; then drops the least
     /// recently used until both bounds hold.
-    pub fn store(&self, digest: K, value: Arc<V>, bytes: usize) {
+    pub fn store(&self, key: K, value: Arc<V>, bytes: usize) {
         if bytes > self.max_bytes {
             return;
         }
         let mut entries = self.lock();
-        if entries.iter().any(|e| e.digest == digest) {
+        if entries.iter().any(|e| e.key == key) {
             return;
         }
-        entries.push_front(Entry {
-            digest,
-            value,
-            bytes,
-        });
+        entries.push_front(Entry { key, value, bytes });
         let mut total: usize = entries.iter().map(|e| e.bytes).sum();
         while entries.len() > self.max_entries || total > self.max_bytes {
             let Some(dropped) = entries.pop_back() else {
@@ -111,6 +107,7 @@ pub trait DecodedRequest: Sized + Send + Sync {
     fn decode(bytes: Box<[u8]>) -> Result<Self, RequestError>;
     /// The bytes it was decoded from.
     fn bytes(&self) -> &[u8];
+    /// The request decoded from [`Self::bytes`].
     fn request(&self) -> &Self::Request<'_>;
 }
 
