@@ -1,7 +1,8 @@
 //! What the hooks remember between requests, shared by every request of a server. A memo saves
 //! time and never changes an answer: each entry is found by every input byte it was made from
-//! (SHA-256 over them, or for a decoded request and a CA Secret the bytes themselves, compared
-//! in full), so an input that differs in any byte is worked out afresh.
+//! (a decoded request, a CA Secret and a spec's plan by the bytes themselves, kept and compared
+//! in full; a leaf by SHA-256 over them), so an input that differs in any byte is worked out
+//! afresh.
 
 use crate::delete_graph::plan::PlanMemo;
 use crate::pki::PkiMemo;
@@ -19,23 +20,22 @@ pub struct Memo {
     pub plans: PlanMemo,
 }
 
-/// The most recently used values, each found by a key made from what it was made from (the
-/// SHA-256 digest unless the caller says otherwise). Bounded twice: at most `max_entries`
-/// values, and at most `max_bytes` of their sizes as the caller counts them; the least recently
-/// used go first.
-pub struct Recent<V, K = [u8; 32]> {
-    entries: Mutex<VecDeque<Entry<V, K>>>,
+/// The most recently used values, each found by the [`Fingerprint`] of what it was made from.
+/// Bounded twice: at most `max_entries` values, and at most `max_bytes` of their sizes as the
+/// caller counts them; the least recently used go first.
+pub struct Recent<V> {
+    entries: Mutex<VecDeque<Entry<V>>>,
     max_entries: usize,
     max_bytes: usize,
 }
 
-struct Entry<V, K> {
-    key: K,
+struct Entry<V> {
+    key: Fingerprint,
     value: Arc<V>,
     bytes: usize,
 }
 
-impl<V, K: PartialEq> Recent<V, K> {
+impl<V> Recent<V> {
     pub const fn new(max_entries: usize, max_bytes: usize) -> Self {
         Recent {
             entries: Mutex::new(VecDeque::new()),
@@ -45,7 +45,7 @@ impl<V, K: PartialEq> Recent<V, K> {
     }
 
     /// The value stored under `key`, now the most recently used.
-    pub fn recall(&self, key: &K) -> Option<Arc<V>> {
+    pub fn recall(&self, key: &Fingerprint) -> Option<Arc<V>> {
         let mut entries = self.lock();
         let at = entries.iter().position(|e| e.key == *key)?;
         let entry = entries.remove(at)?;
@@ -57,7 +57,7 @@ impl<V, K: PartialEq> Recent<V, K> {
     /// Stores `value` under `key` as the most recently used, unless it alone is larger than the
     /// byte bound or another request stored the same key meanwhile; then drops the least
     /// recently used until both bounds hold.
-    pub fn store(&self, key: K, value: Arc<V>, bytes: usize) {
+    pub fn store(&self, key: Fingerprint, value: Arc<V>, bytes: usize) {
         if bytes > self.max_bytes {
             return;
         }
@@ -85,12 +85,12 @@ impl<V, K: PartialEq> Recent<V, K> {
         self.lock().len()
     }
 
-    fn lock(&self) -> MutexGuard<'_, VecDeque<Entry<V, K>>> {
+    fn lock(&self) -> MutexGuard<'_, VecDeque<Entry<V>>> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
-impl<V, K: PartialEq> std::fmt::Debug for Recent<V, K> {
+impl<V> std::fmt::Debug for Recent<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print a value (a CA holds its key): the count only.
         f.debug_struct("Recent").field("len", &self.len()).finish()
@@ -157,9 +157,9 @@ pub(crate) use decoded_request;
 /// the text beside it on the load run's requests); a request larger than half the bound is
 /// decoded on every sync, without a fingerprint.
 pub struct DecodedRequests<R> {
-    kept: Recent<R, Fingerprint>,
+    kept: Recent<R>,
     /// The fingerprints of the requests seen last, kept or not.
-    seen: Recent<(), Fingerprint>,
+    seen: Recent<()>,
 }
 
 impl<R> Default for DecodedRequests<R> {
@@ -251,9 +251,10 @@ impl Requests {
     }
 }
 
-/// What finds an entry made from bytes kept beside it (a decoded request, a CA Secret): their
-/// length and a 64-bit hash of them. Not a digest: a match is confirmed by comparing the bytes.
-pub(crate) type Fingerprint = (usize, u64);
+/// What finds an entry made from bytes kept beside it (a decoded request, a CA Secret, a spec's
+/// plan): their length and a 64-bit hash of them. Not a digest: a match is confirmed by
+/// comparing the bytes.
+pub type Fingerprint = (usize, u64);
 
 /// The [`Fingerprint`] of `bytes`: four independent multiply-and-rotate lanes over 8-byte words,
 /// so that it runs at memory speed rather than at one multiply's latency a word.
@@ -281,8 +282,9 @@ pub(crate) fn fingerprint(bytes: &[u8]) -> Fingerprint {
 mod tests {
     use super::*;
 
-    fn digest(n: u8) -> [u8; 32] {
-        [n; 32]
+    /// A key for the tests of `Recent`.
+    fn key(n: u8) -> Fingerprint {
+        (usize::from(n), u64::from(n))
     }
 
     /// A request type for the tests: strings borrowed from the body.
@@ -387,12 +389,12 @@ mod tests {
     #[test]
     fn recall_finds_what_was_stored_and_nothing_else() {
         let recent = Recent::new(4, 100);
-        recent.store(digest(1), Arc::new("one"), 10);
-        assert_eq!(recent.recall(&digest(1)).as_deref(), Some(&"one"));
-        assert_eq!(recent.recall(&digest(2)), None);
-        // A second store under the same digest keeps the first value.
-        recent.store(digest(1), Arc::new("other"), 10);
-        assert_eq!(recent.recall(&digest(1)).as_deref(), Some(&"one"));
+        recent.store(key(1), Arc::new("one"), 10);
+        assert_eq!(recent.recall(&key(1)).as_deref(), Some(&"one"));
+        assert_eq!(recent.recall(&key(2)), None);
+        // A second store under the same key keeps the first value.
+        recent.store(key(1), Arc::new("other"), 10);
+        assert_eq!(recent.recall(&key(1)).as_deref(), Some(&"one"));
         assert_eq!(recent.len(), 1);
         // Debug shows the count, never a value (a remembered CA holds its key).
         assert_eq!(format!("{recent:?}"), "Recent { len: 1 }");
@@ -401,37 +403,37 @@ mod tests {
     #[test]
     fn the_least_recently_used_go_first_when_entries_run_out() {
         let recent = Recent::new(2, 100);
-        recent.store(digest(1), Arc::new(1), 1);
-        recent.store(digest(2), Arc::new(2), 1);
+        recent.store(key(1), Arc::new(1), 1);
+        recent.store(key(2), Arc::new(2), 1);
         // Using 1 makes 2 the least recently used.
-        assert!(recent.recall(&digest(1)).is_some());
-        recent.store(digest(3), Arc::new(3), 1);
+        assert!(recent.recall(&key(1)).is_some());
+        recent.store(key(3), Arc::new(3), 1);
         assert_eq!(recent.len(), 2);
-        assert!(recent.recall(&digest(2)).is_none());
-        assert!(recent.recall(&digest(1)).is_some());
-        assert!(recent.recall(&digest(3)).is_some());
+        assert!(recent.recall(&key(2)).is_none());
+        assert!(recent.recall(&key(1)).is_some());
+        assert!(recent.recall(&key(3)).is_some());
     }
 
     #[test]
     fn the_byte_bound_drops_old_values_and_refuses_one_too_large() {
         let recent = Recent::new(10, 100);
-        recent.store(digest(1), Arc::new(1), 60);
-        recent.store(digest(2), Arc::new(2), 30);
-        recent.store(digest(3), Arc::new(3), 30);
+        recent.store(key(1), Arc::new(1), 60);
+        recent.store(key(2), Arc::new(2), 30);
+        recent.store(key(3), Arc::new(3), 30);
         // 120 bytes would exceed the bound: the oldest (60) goes.
-        assert!(recent.recall(&digest(1)).is_none());
+        assert!(recent.recall(&key(1)).is_none());
         assert_eq!(recent.len(), 2);
-        recent.store(digest(4), Arc::new(4), 101);
-        assert!(recent.recall(&digest(4)).is_none());
+        recent.store(key(4), Arc::new(4), 101);
+        assert!(recent.recall(&key(4)).is_none());
         assert_eq!(recent.len(), 2);
         // The bound itself is allowed: a value of exactly 100 bytes is kept, alone.
-        recent.store(digest(5), Arc::new(5), 100);
-        assert!(recent.recall(&digest(5)).is_some());
+        recent.store(key(5), Arc::new(5), 100);
+        assert!(recent.recall(&key(5)).is_some());
         assert_eq!(recent.len(), 1);
         // And so are values that fill it exactly together.
         let recent = Recent::new(10, 100);
-        recent.store(digest(1), Arc::new(1), 40);
-        recent.store(digest(2), Arc::new(2), 60);
+        recent.store(key(1), Arc::new(1), 40);
+        recent.store(key(2), Arc::new(2), 60);
         assert_eq!(recent.len(), 2);
     }
 }

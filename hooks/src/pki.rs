@@ -3,7 +3,7 @@
 //! Randomness for keys and serials comes from the caller; errors name what is wrong, never any
 //! key material.
 
-use crate::memo::{fingerprint, Fingerprint, Recent};
+use crate::memo::{fingerprint, Recent};
 use rand_core::CryptoRngCore;
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -143,7 +143,7 @@ impl CheckedLeaves {
 /// request's time on every use. Bounded: the [`Self::CAPACITY`] most recently used.
 #[derive(Debug)]
 pub struct CheckedCas {
-    recent: Recent<CheckedCa, Fingerprint>,
+    recent: Recent<CheckedCa>,
 }
 
 /// A CA as checked, with the Secret values it was checked from (see [`CheckedCas::get`]).

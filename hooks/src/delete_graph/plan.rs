@@ -10,7 +10,7 @@ use super::spec::{validate, AddCondition, Invalid, Workload};
 use super::sync::{ANNOTATION_DEPENDENCIES, LABEL_SET, LABEL_WORKLOAD};
 use crate::contract::{decode, encode_raw};
 use crate::json::{Json, JsonObject, NULL};
-use crate::memo::{fingerprint, Fingerprint, Recent};
+use crate::memo::{fingerprint, Recent};
 use crate::meta::{sha256_hex, write_json_str};
 use crate::RequestError;
 use serde::ser::SerializeMap;
@@ -195,7 +195,7 @@ fn string_map<'t>(v: Option<&'t Json<'t>>) -> BTreeMap<&'t str, &'t str> {
 /// spec's text in memory, 2.05-2.07 measured on the load run's requests, and the entry keeps
 /// the text too: at most about 12.5 MiB); a larger spec is planned on every sync.
 #[derive(Debug)]
-pub struct PlanMemo(Recent<KeptPlan, Fingerprint>);
+pub struct PlanMemo(Recent<KeptPlan>);
 
 /// A plan with what it was made from (see [`PlanMemo::made_from`]).
 struct KeptPlan {
