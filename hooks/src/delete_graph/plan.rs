@@ -189,7 +189,7 @@ fn string_map<'t>(v: Option<&'t Json<'t>>) -> BTreeMap<&'t str, &'t str> {
 /// Plans of recent specs, shared by every request of a server. An entry keeps the set's name and
 /// the spec's JSON text as sent; it is found by their fingerprint and compared with them byte
 /// for byte, so a spec or name that differs in any byte is planned afresh. (SHA-256 over them,
-/// the key until the twenty-first round, became a fifth of a 25 KB resync's time once the
+/// the key until the twenty-first round, became about a sixth of a 25 KB resync's time once the
 /// request was no longer decoded.) Bounded: the [`Self::CAPACITY`] most recently used, made
 /// from at most [`Self::SPEC_BYTES`] of spec text between them (a plan takes about twice its
 /// spec's text in memory, 2.05-2.07 measured on the load run's requests, and the entry keeps
