@@ -97,6 +97,29 @@ impl<V> std::fmt::Debug for Recent<V> {
     }
 }
 
+/// A value kept with the bytes it was made from, in a [`Recent`] found by their
+/// [`Fingerprint`] (a CA Secret's check, a spec's plan).
+pub struct Kept<V> {
+    made_from: Box<[u8]>,
+    value: Arc<V>,
+}
+
+impl<V> Recent<Kept<V>> {
+    /// The value made from exactly `bytes`, found by their fingerprint `key` and then compared
+    /// byte for byte: another value under the same fingerprint is no match.
+    pub fn recall_made_from(&self, key: &Fingerprint, bytes: &[u8]) -> Option<Arc<V>> {
+        let kept = self.recall(key)?;
+        (*kept.made_from == *bytes).then(|| Arc::clone(&kept.value))
+    }
+
+    /// Stores `value` as made from `bytes`, under their fingerprint `key` (see [`Self::store`]:
+    /// not in place of a value already under that key).
+    pub fn store_made_from(&self, key: Fingerprint, bytes: Vec<u8>, value: Arc<V>, size: usize) {
+        let made_from = bytes.into_boxed_slice();
+        self.store(key, Arc::new(Kept { made_from, value }), size);
+    }
+}
+
 /// A hook's sync request decoded from bytes it keeps; [`decoded_request!`] declares one.
 pub trait DecodedRequest: Sized + Send + Sync {
     /// The request, borrowing from the bytes it is decoded from.

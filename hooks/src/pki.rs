@@ -3,7 +3,7 @@
 //! Randomness for keys and serials comes from the caller; errors name what is wrong, never any
 //! key material.
 
-use crate::memo::{fingerprint, Recent};
+use crate::memo::{fingerprint, Kept, Recent};
 use rand_core::CryptoRngCore;
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -143,13 +143,7 @@ impl CheckedLeaves {
 /// request's time on every use. Bounded: the [`Self::CAPACITY`] most recently used.
 #[derive(Debug)]
 pub struct CheckedCas {
-    recent: Recent<CheckedCa>,
-}
-
-/// A CA as checked, with the Secret values it was checked from (see [`CheckedCas::get`]).
-struct CheckedCa {
-    sent: Box<[u8]>,
-    ca: Arc<Ca>,
+    recent: Recent<Kept<Ca>>,
 }
 
 impl Default for CheckedCas {
@@ -174,10 +168,9 @@ impl CheckedCas {
     ) -> Result<Arc<Ca>, PkiError> {
         let sent = Self::sent(ca_crt, private_key);
         let key = fingerprint(&sent);
-        let remembered = self.recent.recall(&key);
-        if let Some(checked) = remembered.filter(|checked| *checked.sent == *sent) {
-            check_expiry(checked.ca.not_after, now)?;
-            return Ok(Arc::clone(&checked.ca));
+        if let Some(ca) = self.recent.recall_made_from(&key, &sent) {
+            check_expiry(ca.not_after, now)?;
+            return Ok(ca);
         }
         let crt = ca_crt.and_then(from_base64);
         let private_key = private_key.and_then(from_base64);
@@ -186,12 +179,8 @@ impl CheckedCas {
             private_key.as_deref(),
             now,
         )?);
-        // Under a key already taken (other bytes, the same fingerprint) it is not stored.
-        let checked = CheckedCa {
-            sent: sent.into_boxed_slice(),
-            ca: Arc::clone(&ca),
-        };
-        self.recent.store(key, Arc::new(checked), 0); // counted by number, not size
+        // counted by number, not size
+        self.recent.store_made_from(key, sent, Arc::clone(&ca), 0);
         Ok(ca)
     }
 
@@ -1112,12 +1101,8 @@ mod tests {
         // CA a stored under the key of b's values, as a fingerprint collision would leave it.
         let (crt_b, key_b) = (b64(&b.cert_pem), b64(&b.key_pem));
         let sent_b = CheckedCas::sent(Some(&crt_b), Some(&key_b));
-        let collided = CheckedCa {
-            sent: crt_a.into_bytes().into_boxed_slice(),
-            ca: Arc::clone(&ca_a),
-        };
         cas.recent
-            .store(fingerprint(&sent_b), Arc::new(collided), 0);
+            .store_made_from(fingerprint(&sent_b), crt_a.into_bytes(), ca_a, 0);
         assert_eq!(
             cas.get(Some(&crt_b), Some(&key_b), NOW).unwrap().pem(),
             b.cert_pem

@@ -10,7 +10,7 @@ use super::spec::{validate, AddCondition, Invalid, Workload};
 use super::sync::{ANNOTATION_DEPENDENCIES, LABEL_SET, LABEL_WORKLOAD};
 use crate::contract::{decode, encode_raw};
 use crate::json::{Json, JsonObject, NULL};
-use crate::memo::{fingerprint, Recent};
+use crate::memo::{fingerprint, Kept, Recent};
 use crate::meta::{sha256_hex, write_json_str};
 use crate::RequestError;
 use serde::ser::SerializeMap;
@@ -195,13 +195,7 @@ fn string_map<'t>(v: Option<&'t Json<'t>>) -> BTreeMap<&'t str, &'t str> {
 /// spec's text in memory, 2.05-2.07 measured on the load run's requests, and the entry keeps
 /// the text too: at most about 12.5 MiB); a larger spec is planned on every sync.
 #[derive(Debug)]
-pub struct PlanMemo(Recent<KeptPlan>);
-
-/// A plan with what it was made from (see [`PlanMemo::made_from`]).
-struct KeptPlan {
-    made_from: Box<[u8]>,
-    plan: Arc<Plan>,
-}
+pub struct PlanMemo(Recent<Kept<Plan>>);
 
 impl Default for PlanMemo {
     fn default() -> Self {
@@ -220,18 +214,13 @@ impl PlanMemo {
         let text = spec.map_or("null", RawValue::get);
         let made_from = Self::made_from(set, text);
         let key = fingerprint(&made_from);
-        let remembered = self.0.recall(&key);
-        if let Some(kept) = remembered.filter(|kept| *kept.made_from == *made_from) {
-            return Ok(Arc::clone(&kept.plan));
+        if let Some(plan) = self.0.recall_made_from(&key, &made_from) {
+            return Ok(plan);
         }
         let json: Json = decode(text.as_bytes()).map_err(|e| e.within("parent.spec"))?;
         let plan = Arc::new(Plan::new(&json, set)?);
-        // Under a key already taken (other bytes, the same fingerprint) it is not stored.
-        let kept = KeptPlan {
-            made_from: made_from.into_boxed_slice(),
-            plan: Arc::clone(&plan),
-        };
-        self.0.store(key, Arc::new(kept), text.len());
+        self.0
+            .store_made_from(key, made_from, Arc::clone(&plan), text.len());
         Ok(plan)
     }
 
@@ -264,12 +253,10 @@ mod tests {
         let plan_a = memo.plan(Some(&a), "s").unwrap();
         assert!(Arc::ptr_eq(&plan_a, &memo.plan(Some(&a), "s").unwrap()));
         // a's plan stored under the key of b's text, as a fingerprint collision would leave it.
-        let collided = KeptPlan {
-            made_from: PlanMemo::made_from("s", a.get()).into_boxed_slice(),
-            plan: Arc::clone(&plan_a),
-        };
         let key_b = fingerprint(&PlanMemo::made_from("s", b.get()));
-        memo.0.store(key_b, Arc::new(collided), 0);
+        let made_from_a = PlanMemo::made_from("s", a.get());
+        memo.0
+            .store_made_from(key_b, made_from_a, Arc::clone(&plan_a), 0);
         assert!(!Arc::ptr_eq(&plan_a, &memo.plan(Some(&b), "s").unwrap()));
         // The same text for another set is another plan too.
         assert!(!Arc::ptr_eq(&plan_a, &memo.plan(Some(&a), "t").unwrap()));
