@@ -3,26 +3,41 @@
 //! the total size of the answers. The request is kept decoded the second time it comes, so from
 //! the third run on it is found kept, as on a resync of a parent that has not changed; with
 //! `changed` after the count every run decodes it, as for a request that changed (the other
-//! memos still shared). With `floor`
+//! memos still shared); with `cold` every run starts with empty memos, as the first sync after a
+//! start (cert-rotation then checks its CAs and every leaf). With `floor`
 //! instead of a hook id it runs the benches' floor on the same bytes: parse into
 //! `serde_json::Value` and serialize it back; with `scan`, serde_json walking the bytes and
 //! keeping nothing. Meant for `valgrind --tool=callgrind`, whose instruction count is the same
 //! from run to run on a noisy machine, and for perf; docs/BENCHMARKS.md gives the commands.
 //!
 //! Usage: hook_loop <hook id, e.g. delete-graph/sync, or floor, or scan> <request.json> <runs>
-//! [changed]
+//! [changed | cold]
 
 use metahooks_hooks::memo::{Memo, Requests};
 use metahooks_hooks::registry::{find, HookContext};
 
+/// How the runs use the memos.
+#[derive(PartialEq)]
+enum Memos {
+    /// One set for every run.
+    Shared,
+    /// One set, but no request kept decoded.
+    Changed,
+    /// A new set for each run.
+    Cold,
+}
+
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (id, path, runs, changed) = match args.as_slice() {
-        [id, path, runs] => (id, path, runs, false),
-        [id, path, runs, changed] if changed == "changed" => (id, path, runs, true),
+    let (id, path, runs, memos) = match args.as_slice() {
+        [id, path, runs] => (id, path, runs, Memos::Shared),
+        [id, path, runs, memos] if memos == "changed" => (id, path, runs, Memos::Changed),
+        [id, path, runs, memos] if memos == "cold" => (id, path, runs, Memos::Cold),
         _ => {
             return Err(
-                "usage: hook_loop <hook id | floor | scan> <request.json> <runs> [changed]".into(),
+                "usage: hook_loop <hook id | floor | scan> <request.json> <runs> \
+                 [changed | cold]"
+                    .into(),
             )
         }
     };
@@ -41,7 +56,7 @@ fn main() -> Result<(), String> {
         }
     } else {
         let hook = find(id).ok_or_else(|| format!("no hook {id}"))?;
-        let memo = if changed {
+        let shared = if memos == Memos::Changed {
             Memo {
                 requests: Requests::none(),
                 ..Memo::default()
@@ -51,10 +66,17 @@ fn main() -> Result<(), String> {
         };
         let mut rng = rand_core::OsRng;
         for _ in 0..runs {
+            let fresh;
+            let memo = if memos == Memos::Cold {
+                fresh = Memo::default();
+                &fresh
+            } else {
+                &shared
+            };
             let mut ctx = HookContext {
                 now: time::OffsetDateTime::now_utc(),
                 rng: &mut rng,
-                memo: &memo,
+                memo,
             };
             let output =
                 (hook.run)(&body, &mut ctx).map_err(|e| format!("{}: {}", e.path, e.message))?;
