@@ -4,6 +4,8 @@
 //! key material.
 
 use crate::memo::{fingerprint, Kept, Recent};
+use p256::elliptic_curve::sec1::ToSec1Point;
+use p256::elliptic_curve::zeroize::Zeroizing;
 use rand_core::CryptoRngCore;
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -11,7 +13,7 @@ use rcgen::{
 };
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use time::{Duration, OffsetDateTime};
 use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
@@ -53,6 +55,7 @@ pub struct PemPair {
 
 /// A usable CA: certificate checked, key parsed and matched.
 pub struct Ca {
+    /// The certificate's DER.
     der: Vec<u8>,
     /// The `ca.crt` text as given, for the trust bundle.
     pem: String,
@@ -62,8 +65,22 @@ pub struct Ca {
     public_key_info: Vec<u8>,
     /// SHA-256 of the certificate's DER.
     fingerprint: [u8; 32],
-    key: KeyPair,
+    /// The PKCS#8 DER of `private.key`, checked against the certificate.
+    key_pkcs8: Zeroizing<Vec<u8>>,
+    /// What signs leaves, made when the first one is issued (most syncs issue none), or why no
+    /// leaf can be issued under this CA.
+    signer: OnceLock<Result<Signer, PkiError>>,
     pub not_after: OffsetDateTime,
+}
+
+/// What a CA signs leaves with.
+struct Signer {
+    /// rcgen's issuer: the subject, key identifier and key usages it read from the certificate,
+    /// with the private key.
+    issuer: Issuer<'static, KeyPair>,
+    /// Whether the certificate has a subject key identifier, which leaves then name as their
+    /// authority key identifier.
+    names_key_identifier: bool,
 }
 
 /// What the certificate work remembers between requests, shared by every request of a server:
@@ -316,17 +333,41 @@ impl Ca {
         if key.public_key_raw() != cert.public_key().subject_public_key.data.as_ref() {
             return Err(PkiError::KeyMismatch("private.key"));
         }
-        let subject = cert.subject().as_raw().to_vec();
-        let public_key_info = cert.public_key().raw.to_vec();
         Ok(Ca {
             fingerprint: Sha256::digest(&der).into(),
-            der,
             pem: String::from_utf8_lossy(ca_crt).into_owned(),
-            subject,
-            public_key_info,
-            key,
+            subject: cert.subject().as_raw().to_vec(),
+            public_key_info: cert.public_key().raw.to_vec(),
+            der,
+            key_pkcs8: Zeroizing::new(key.serialized_der().to_vec()),
+            signer: OnceLock::new(),
             not_after,
         })
+    }
+
+    /// What signs this CA's leaves: made once, from the certificate and the key already checked.
+    fn signer(&self) -> Result<&Signer, PkiError> {
+        let made = self.signer.get_or_init(|| {
+            let cert = parse(&self.der).ok_or(PkiError::Signing)?;
+            if !writable_as_issuer(cert.subject()) {
+                return Err(PkiError::UnwritableSubject("ca.crt"));
+            }
+            let names_key_identifier = cert.extensions().iter().any(|e| {
+                matches!(
+                    e.parsed_extension(),
+                    ParsedExtension::SubjectKeyIdentifier(_)
+                )
+            });
+            let key =
+                KeyPair::try_from(self.key_pkcs8.as_slice()).map_err(|_| PkiError::Signing)?;
+            let issuer = Issuer::from_ca_cert_der(&self.der.as_slice().into(), key)
+                .map_err(|_| PkiError::Signing)?;
+            Ok(Signer {
+                issuer,
+                names_key_identifier,
+            })
+        });
+        made.as_ref().map_err(Clone::clone)
     }
 
     /// The `ca.crt` text the CA was read from.
@@ -363,24 +404,14 @@ impl Ca {
             ExtendedKeyUsagePurpose::ClientAuth,
         ];
         params.is_ca = IsCa::ExplicitNoCa;
-        let ca = parse(&self.der).ok_or(PkiError::Signing)?;
-        if !writable_as_issuer(ca.subject()) {
-            return Err(PkiError::UnwritableSubject("ca.crt"));
-        }
-        params.use_authority_key_identifier_extension = ca.extensions().iter().any(|e| {
-            matches!(
-                e.parsed_extension(),
-                ParsedExtension::SubjectKeyIdentifier(_)
-            )
-        });
-        let issuer = Issuer::from_ca_cert_der(&self.der.as_slice().into(), &self.key)
-            .map_err(|_| PkiError::Signing)?;
+        let signer = self.signer()?;
+        params.use_authority_key_identifier_extension = signer.names_key_identifier;
         let cert = params
-            .signed_by(&key, &issuer)
+            .signed_by(&key, &signer.issuer)
             .map_err(|_| PkiError::Signing)?;
         Ok(PemPair {
             cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
+            key_pem: key.pem(),
         })
     }
 
@@ -574,10 +605,12 @@ pub fn generate_ca(
         .push(DnType::OrganizationName, organization);
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let cert = params.self_signed(&key).map_err(|_| PkiError::Signing)?;
+    let cert = params
+        .self_signed(&key.signing_key()?)
+        .map_err(|_| PkiError::Signing)?;
     Ok(PemPair {
         cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
+        key_pem: key.pem(),
     })
 }
 
@@ -602,9 +635,7 @@ fn new_params(
 /// A fresh ECDSA P-256 key drawn from `rng`: 32 bytes read as the secret scalar, drawn again when
 /// they are zero or not below the group order (about one draw in 2^32). A source that gives 16
 /// unusable draws in a row is broken, and is reported instead of looped on.
-fn new_p256_key(rng: &mut dyn CryptoRngCore) -> Result<KeyPair, PkiError> {
-    use p256::elliptic_curve::zeroize::Zeroizing;
-    use p256::pkcs8::EncodePrivateKey;
+fn new_p256_key(rng: &mut dyn CryptoRngCore) -> Result<NewKey, PkiError> {
     let mut bytes = Zeroizing::new([0u8; 32]);
     let secret = (0..16)
         .find_map(|_| {
@@ -612,8 +643,60 @@ fn new_p256_key(rng: &mut dyn CryptoRngCore) -> Result<KeyPair, PkiError> {
             p256::SecretKey::from_slice(bytes.as_slice()).ok()
         })
         .ok_or(PkiError::KeyGeneration)?;
-    let der = secret.to_pkcs8_der().map_err(|_| PkiError::Signing)?;
-    KeyPair::try_from(der.as_bytes()).map_err(|_| PkiError::Signing)
+    let public = secret.public_key().to_sec1_point(false).as_bytes().to_vec();
+    let mut pkcs8 = Zeroizing::new(Vec::with_capacity(NewKey::PKCS8_LEN));
+    pkcs8.extend_from_slice(NewKey::PKCS8_BEFORE_SECRET);
+    pkcs8.extend_from_slice(bytes.as_slice());
+    pkcs8.extend_from_slice(NewKey::PKCS8_BEFORE_PUBLIC);
+    pkcs8.extend_from_slice(&public);
+    Ok(NewKey { pkcs8, public })
+}
+
+/// A P-256 key made by [`new_p256_key`]: its PKCS#8 document, which carries the public point as
+/// the keys OpenSSL and ring write do, and that point. A leaf's key signs nothing here, so it is
+/// never parsed into a signing key (ring would compute its public point a second time: about a
+/// tenth of issuing's time); a CA's key is.
+struct NewKey {
+    pkcs8: Zeroizing<Vec<u8>>,
+    /// The uncompressed SEC1 point, 65 octets.
+    public: Vec<u8>,
+}
+
+impl NewKey {
+    /// PrivateKeyInfo { version 0, id-ecPublicKey with prime256v1, OCTET STRING { ECPrivateKey {
+    /// version 1, privateKey OCTET STRING (32 octets) ... } } }, up to the secret scalar.
+    const PKCS8_BEFORE_SECRET: &'static [u8] = &[
+        0x30, 0x81, 0x87, 0x02, 0x01, 0x00, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d,
+        0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x04, 0x6d, 0x30,
+        0x6b, 0x02, 0x01, 0x01, 0x04, 0x20,
+    ];
+    /// ... publicKey [1] BIT STRING (no unused bits), up to the 65-octet point.
+    const PKCS8_BEFORE_PUBLIC: &'static [u8] = &[0xa1, 0x44, 0x03, 0x42, 0x00];
+    const PKCS8_LEN: usize = 138;
+
+    /// The PKCS#8 `PRIVATE KEY` PEM, with LF line ends as rcgen writes them.
+    fn pem(&self) -> String {
+        let block = pem::Pem::new("PRIVATE KEY", self.pkcs8.as_slice());
+        pem::encode_config(
+            &block,
+            pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF),
+        )
+    }
+
+    /// The key as one that signs, for a CA.
+    fn signing_key(&self) -> Result<KeyPair, PkiError> {
+        KeyPair::try_from(self.pkcs8.as_slice()).map_err(|_| PkiError::Signing)
+    }
+}
+
+impl rcgen::PublicKeyData for NewKey {
+    fn der_bytes(&self) -> &[u8] {
+        &self.public
+    }
+
+    fn algorithm(&self) -> &'static rcgen::SignatureAlgorithm {
+        &rcgen::PKCS_ECDSA_P256_SHA256
+    }
 }
 
 /// A random positive serial of 16 octets.
@@ -680,6 +763,8 @@ mod tests {
             .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
             .unwrap();
         assert!(facts.signed_by_ca);
+        // ring takes the leaf's key, which it checks against the public point the key carries.
+        assert!(private_key(leaf.key_pem.as_bytes(), "tls.key").is_ok());
         assert_eq!(facts.common_name, "a.ns.cluster.local");
         assert_eq!(facts.dns_names, names.iter().cloned().collect());
         assert_eq!(facts.uris, ["spiffe://cluster.local/a/ns"]);
@@ -959,6 +1044,26 @@ mod tests {
             generate_ca("a", "td", NOW, &mut Draws(vec![0xff])),
             Err(PkiError::KeyGeneration)
         ));
+    }
+
+    /// The PKCS#8 document a new key is written as is the one the `p256` crate writes for the
+    /// same secret, public point included.
+    #[test]
+    fn new_keys_are_written_as_pkcs8_with_their_public_point() {
+        use p256::pkcs8::EncodePrivateKey;
+        for draw in [1, 7, 0x7f] {
+            let key = new_p256_key(&mut Draws(vec![draw])).unwrap();
+            let secret = p256::SecretKey::from_slice(&[draw; 32]).unwrap();
+            assert_eq!(
+                key.pkcs8.as_slice(),
+                secret.to_pkcs8_der().unwrap().as_bytes()
+            );
+            assert_eq!(key.pkcs8.len(), NewKey::PKCS8_LEN);
+            assert_eq!(
+                embedded_ec_public_key(&key.pkcs8),
+                Some(key.public.as_slice())
+            );
+        }
     }
 
     /// §3.4: a positive serial whatever the source gives, and never a leading zero octet.
