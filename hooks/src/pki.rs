@@ -652,8 +652,8 @@ fn new_p256_key(rng: &mut dyn CryptoRngCore) -> Result<NewKey, PkiError> {
     Ok(NewKey { pkcs8, public })
 }
 
-/// A P-256 key made by [`new_p256_key`]: its PKCS#8 document, which carries the public point as
-/// the keys OpenSSL and ring write do, and that point. A leaf's key signs nothing here, so it is
+/// A P-256 key made by [`new_p256_key`]: its PKCS#8 document, which carries the public point (as
+/// OpenSSL and ring write P-256 keys), and that point. A leaf's key signs nothing here, so it is
 /// never parsed into a signing key (ring would compute its public point a second time: about a
 /// tenth of issuing's time); a CA's key is.
 struct NewKey {
