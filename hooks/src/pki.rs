@@ -655,7 +655,7 @@ fn new_p256_key(rng: &mut dyn CryptoRngCore) -> Result<NewKey, PkiError> {
 /// A P-256 key made by [`new_p256_key`]: its PKCS#8 document, which carries the public point (as
 /// OpenSSL and ring write P-256 keys), and that point. A leaf's key signs nothing here, so it is
 /// never parsed into a signing key (ring would compute its public point a second time: about a
-/// tenth of issuing's time); a CA's key is.
+/// seventh of issuing's instructions); a CA's key is.
 struct NewKey {
     pkcs8: Zeroizing<Vec<u8>>,
     /// The uncompressed SEC1 point, 65 octets.
