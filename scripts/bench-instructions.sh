@@ -11,7 +11,7 @@
 # every sync, as when something in it changed but not the spec or the certificates
 # (`hook_loop ... changed`).
 # Instructions are not time: cache misses and system calls are not in them, and SHA-256 (the
-# memo keys) runs without the CPU's SHA instructions under valgrind, so it weighs more here
+# leaf memo's key) runs without the CPU's SHA instructions under valgrind, so it weighs more here
 # than in time. Prints a markdown table.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -7,7 +7,7 @@
 mod requests;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use metahooks_hooks::memo::{Memo, Requests};
+use metahooks_hooks::memo::Memo;
 use metahooks_hooks::registry::{find, HookContext};
 use std::hint::black_box;
 use std::time::Duration;
@@ -58,10 +58,7 @@ fn bench_pairs_with(
     for (n, body) in &cases {
         g.throughput(Throughput::Bytes(body.len() as u64));
         let shared = match memo {
-            MemoUse::Changed => Memo {
-                requests: Requests::none(),
-                ..Memo::default()
-            },
+            MemoUse::Changed => Memo::keeping_no_requests(),
             _ => Memo::default(),
         };
         g.bench_with_input(BenchmarkId::new("hook", n), body, |b, body| match memo {

@@ -13,7 +13,7 @@
 //! Usage: hook_loop <hook id, e.g. delete-graph/sync, or floor, or scan> <request.json> <runs>
 //! [changed | cold]
 
-use metahooks_hooks::memo::{Memo, Requests};
+use metahooks_hooks::memo::Memo;
 use metahooks_hooks::registry::{find, HookContext};
 
 /// How the runs use the memos.
@@ -57,10 +57,7 @@ fn main() -> Result<(), String> {
     } else {
         let hook = find(id).ok_or_else(|| format!("no hook {id}"))?;
         let shared = if memos == Memos::Changed {
-            Memo {
-                requests: Requests::none(),
-                ..Memo::default()
-            }
+            Memo::keeping_no_requests()
         } else {
             Memo::default()
         };

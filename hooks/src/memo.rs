@@ -20,6 +20,17 @@ pub struct Memo {
     pub plans: PlanMemo,
 }
 
+impl Memo {
+    /// Memos that keep no decoded request, as when every request changed (in something other
+    /// than the spec or the certificates): for the benches and `hook_loop`.
+    pub fn keeping_no_requests() -> Self {
+        Memo {
+            requests: Requests::none(),
+            ..Memo::default()
+        }
+    }
+}
+
 /// The most recently used values, each found by the [`Fingerprint`] of what it was made from.
 /// Bounded twice: at most `max_entries` values, and at most `max_bytes` of their sizes as the
 /// caller counts them; the least recently used go first.
@@ -118,6 +129,20 @@ impl<V> Recent<Kept<V>> {
         let made_from = bytes.into_boxed_slice();
         self.store(key, Arc::new(Kept { made_from, value }), size);
     }
+}
+
+/// The inputs of a [`Kept`] value as one run of bytes: each part with whether it is there and its
+/// length, so that no two lists of parts give the same bytes.
+pub(crate) fn made_from(parts: &[Option<&[u8]>]) -> Vec<u8> {
+    let size = parts.iter().map(|p| 9 + p.map_or(0, <[u8]>::len)).sum();
+    let mut bytes = Vec::with_capacity(size);
+    for part in parts {
+        let part_bytes = part.unwrap_or_default();
+        bytes.push(u8::from(part.is_some()));
+        bytes.extend_from_slice(&(part_bytes.len() as u64).to_be_bytes());
+        bytes.extend_from_slice(part_bytes);
+    }
+    bytes
 }
 
 /// A hook's sync request decoded from bytes it keeps; [`decoded_request!`] declares one.

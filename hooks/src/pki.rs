@@ -3,7 +3,7 @@
 //! Randomness for keys and serials comes from the caller; errors name what is wrong, never any
 //! key material.
 
-use crate::memo::{fingerprint, Kept, Recent};
+use crate::memo::{fingerprint, made_from, Kept, Recent};
 use p256::elliptic_curve::sec1::ToSec1Point;
 use p256::elliptic_curve::zeroize::Zeroizing;
 use rand_core::CryptoRngCore;
@@ -201,18 +201,9 @@ impl CheckedCas {
         Ok(ca)
     }
 
-    /// Both values as one run of bytes, each with whether it is there and its length, so that no
-    /// two pairs of values give the same bytes.
+    /// Both values as sent, as the bytes a remembered CA is made from.
     fn sent(ca_crt: Option<&str>, private_key: Option<&str>) -> Vec<u8> {
-        let len = |part: Option<&str>| 9 + part.map_or(0, str::len);
-        let mut sent = Vec::with_capacity(len(ca_crt) + len(private_key));
-        for part in [ca_crt, private_key] {
-            let bytes = part.map_or(&[][..], str::as_bytes);
-            sent.push(u8::from(part.is_some()));
-            sent.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
-            sent.extend_from_slice(bytes);
-        }
-        sent
+        made_from(&[ca_crt.map(str::as_bytes), private_key.map(str::as_bytes)])
     }
 
     /// How many CAs are remembered.

@@ -10,7 +10,7 @@ use super::spec::{validate, AddCondition, Invalid, Workload};
 use super::sync::{ANNOTATION_DEPENDENCIES, LABEL_SET, LABEL_WORKLOAD};
 use crate::contract::{decode, encode_raw};
 use crate::json::{Json, JsonObject, NULL};
-use crate::memo::{fingerprint, Kept, Recent};
+use crate::memo::{self, fingerprint, Kept, Recent};
 use crate::meta::{sha256_hex, write_json_str};
 use crate::RequestError;
 use serde::ser::SerializeMap;
@@ -224,14 +224,9 @@ impl PlanMemo {
         Ok(plan)
     }
 
-    /// The set's name, with its length, then the spec's text: one run of bytes that no other
-    /// name and text give.
+    /// The set's name and the spec's text, as the bytes a plan is made from.
     fn made_from(set: &str, text: &str) -> Vec<u8> {
-        let mut made_from = Vec::with_capacity(8 + set.len() + text.len());
-        made_from.extend_from_slice(&(set.len() as u64).to_be_bytes());
-        made_from.extend_from_slice(set.as_bytes());
-        made_from.extend_from_slice(text.as_bytes());
-        made_from
+        memo::made_from(&[Some(set.as_bytes()), Some(text.as_bytes())])
     }
 
     /// How many plans are remembered.
