@@ -72,6 +72,12 @@ pub struct ServeConfig {
     #[arg(long, env = "METAHOOKS_BEARER_TOKEN_FILE")]
     pub bearer_token_file: Option<PathBuf>,
 
+    /// Send an ETag (the SHA-256 of the answer) with every sync, finalize and customize answer, and
+    /// answer 304 without a body when If-None-Match names the answer's own tag. For controllers
+    /// whose hooks set Metacontroller's `webhook.etag.enabled`; the hook still runs every time.
+    #[arg(long, env = "METAHOOKS_ETAG")]
+    pub etag: bool,
+
     /// PEM CA bundle: when set, the HTTPS listener requires a client certificate signed by it
     /// (the API server's webhook client certificate, or Metacontroller's clientTLS).
     #[arg(long, env = "METAHOOKS_TLS_CLIENT_CA")]

@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod error;
+pub mod etag;
 pub mod routes;
 pub mod server;
 pub mod telemetry;

@@ -29,6 +29,8 @@ pub struct Limits {
     pub retry_after_seconds: u32,
     /// Token required on Metacontroller routes (`Authorization: Bearer <token>`), if any.
     pub bearer_token: Option<String>,
+    /// Tag Metacontroller answers and answer 304 to their own tag (see [`crate::etag`]).
+    pub etag: bool,
 }
 
 impl From<&crate::config::ServeConfig> for Limits {
@@ -40,6 +42,7 @@ impl From<&crate::config::ServeConfig> for Limits {
             max_in_flight: c.max_in_flight,
             retry_after_seconds: c.retry_after_seconds,
             bearer_token: None,
+            etag: c.etag,
         }
     }
 }
@@ -151,6 +154,7 @@ async fn handle_hook(hook: &'static Hook, state: Arc<AppState>, req: Request) ->
     // span is the span's own name.
     match result {
         Ok((response, subject)) => {
+            let status = response.status().as_u16();
             let uid = (!subject.uid.is_empty()).then_some(subject.uid.as_str());
             tracing::debug_span!(
                 "hook",
@@ -160,7 +164,7 @@ async fn handle_hook(hook: &'static Hook, state: Arc<AppState>, req: Request) ->
                 object = subject.name.as_str(),
                 uid
             )
-            .in_scope(|| tracing::debug!(status = 200, "answered"));
+            .in_scope(|| tracing::debug!(status, "answered"));
             response
         }
         Err(ApiError::HookPanicked) => {
@@ -189,6 +193,10 @@ async fn run_hook(
         check_bearer(&req, token)?;
     }
     check_json_content_type(&req)?;
+    let tagged = limits.etag && !hook.kind.is_admission();
+    let if_none_match = tagged
+        .then(|| req.headers().get(header::IF_NONE_MATCH).cloned())
+        .flatten();
     let limit = if hook.kind.is_admission() {
         limits.admission_body
     } else {
@@ -215,11 +223,25 @@ async fn run_hook(
     let output = std::panic::catch_unwind(AssertUnwindSafe(|| (hook.run)(&body, &mut ctx)))
         .map_err(|_| ApiError::HookPanicked)?
         .map_err(ApiError::BadRequest)?;
-    let mut response = Response::new(Body::from(output.body));
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    let tag = tagged.then(|| crate::etag::of(&output.body));
+    let mut response = match (&tag, &if_none_match) {
+        (Some(tag), Some(listed)) if crate::etag::named_by(listed, tag) => {
+            let mut response = Response::new(Body::empty());
+            *response.status_mut() = StatusCode::NOT_MODIFIED;
+            response
+        }
+        _ => {
+            let mut response = Response::new(Body::from(output.body));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            response
+        }
+    };
+    if let Some(tag) = tag {
+        response.headers_mut().insert(header::ETAG, tag);
+    }
     Ok((response, output.subject))
 }
 

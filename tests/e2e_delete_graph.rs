@@ -48,7 +48,10 @@ fn no_early_delete(store: &Store, deleted: &Value) -> Result<(), String> {
 /// A simulator on the delete-graph manifests, with the invariant checked and the workloads of
 /// deleted Pods recorded in deletion order.
 fn sim() -> (Sim, Rc<RefCell<Vec<String>>>) {
-    let mut sim = Sim::with_manifests(&["delete-graph"]);
+    with_checks(Sim::with_manifests(&["delete-graph"]))
+}
+
+fn with_checks(mut sim: Sim) -> (Sim, Rc<RefCell<Vec<String>>>) {
     sim.delete_checks.push(Box::new(no_early_delete));
     let order = Rc::new(RefCell::new(Vec::new()));
     let record = order.clone();
@@ -149,7 +152,38 @@ fn chain_starts_in_order() {
 
 #[test]
 fn removing_the_database_waits_for_the_backend() {
-    let (mut sim, order) = sim();
+    let (sim, order) = sim();
+    remove_database_then_backend(sim, order);
+}
+
+/// With ETags on both sides (`--etag`, `webhook.etag.enabled`) unchanged answers come back as
+/// 304s, Metacontroller uses the answer it kept, and the story ends exactly as without them.
+#[test]
+fn with_etags_unchanged_answers_are_304_and_the_outcome_is_the_same() {
+    let (plain, order) = sim();
+    let plain = remove_database_then_backend(plain, order);
+    let (tagged, order) = with_checks(Sim::with_manifests_and_etags(&["delete-graph"]));
+    let tagged = remove_database_then_backend(tagged, order);
+
+    let statuses = |sim: &Sim, status: u16| sim.calls.iter().filter(|c| c.status == status).count();
+    assert_eq!(statuses(&plain, 304), 0);
+    assert!(statuses(&tagged, 304) > 0, "{:?}", tagged.calls);
+    assert!(statuses(&tagged, 200) < statuses(&plain, 200));
+    assert_eq!(
+        tagged.calls.len(),
+        plain.calls.len(),
+        "the same syncs, in the same order"
+    );
+    assert_eq!(tagged.list("Pod", NS), plain.list("Pod", NS));
+    assert_eq!(
+        tagged.get("WorkloadSet", NS, "shop"),
+        plain.get("WorkloadSet", NS, "shop")
+    );
+    assert!(tagged.sync_errors.is_empty(), "{:?}", tagged.sync_errors);
+}
+
+/// The story of `removing_the_database_waits_for_the_backend`, returning the simulator.
+fn remove_database_then_backend(mut sim: Sim, order: Rc<RefCell<Vec<String>>>) -> Sim {
     start_chain(&mut sim);
     let mut w = chain();
     w.as_object_mut().unwrap().remove("database");
@@ -172,6 +206,7 @@ fn removing_the_database_waits_for_the_backend() {
     assert_eq!(running(&sim), ["frontend"]);
     assert_eq!(*order.borrow(), ["backend", "database"]);
     assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+    sim
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{get, post, post_head, read_reply, request, TestServer};
+use common::{get, post, post_head, post_with_headers, read_reply, request, TestServer};
 use std::io::Write;
 use std::time::Duration;
 
@@ -196,15 +196,8 @@ fn bearer_token_guards_metacontroller_routes_only() {
     let reply = post(&server, HOOK, &body);
     assert_eq!(reply.status, 401);
     assert!(reply.json()["error"].as_str().unwrap().contains("Bearer"));
-    let with = |value: &str| {
-        let mut raw = format!(
-            "POST {HOOK} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nAuthorization: {value}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        )
-        .into_bytes();
-        raw.extend_from_slice(&body);
-        request(&server, &raw).status
-    };
+    let with =
+        |value: &str| post_with_headers(&server, HOOK, &body, &[("Authorization", value)]).status;
     for refused in [
         "Bearer wrong",
         "Bearer s3cret-toke",
@@ -233,4 +226,59 @@ fn bearer_token_guards_metacontroller_routes_only() {
     .unwrap();
     assert_eq!(post(&server, "/delete-graph/validate", &review).status, 200);
     assert_eq!(get(&server, "/healthz").status, 200);
+}
+
+/// `--etag`: every Metacontroller answer carries the SHA-256 tag of its bytes, and a request
+/// naming that tag in `If-None-Match` gets a 304 without a body; any other tag gets the answer.
+/// Without the flag, and on admission routes, there are no tags and `If-None-Match` is ignored.
+#[test]
+fn etag_answers_304_only_to_the_answers_own_tag() {
+    let body = fixture_body();
+    let plain = TestServer::start(&[]);
+    let untagged = post(&plain, HOOK, &body);
+    assert_eq!(untagged.status, 200);
+    assert_eq!(untagged.header("etag"), None);
+    let asked = post_with_headers(&plain, HOOK, &body, &[("If-None-Match", "\"x\"")]);
+    assert_eq!((asked.status, asked.body.len()), (200, untagged.body.len()));
+
+    let server = TestServer::start(&["--etag"]);
+    let first = post(&server, HOOK, &body);
+    assert_eq!(first.status, 200);
+    assert_eq!(first.body, untagged.body, "the answer itself is the same");
+    let tag = first.header("etag").expect("an ETag").to_owned();
+    assert_eq!(tag, metahooks::etag::of(&first.body));
+
+    let again = post_with_headers(&server, HOOK, &body, &[("If-None-Match", &tag)]);
+    assert_eq!(again.status, 304);
+    assert!(again.body.is_empty());
+    assert_eq!(again.header("etag"), Some(tag.as_str()));
+
+    for other in ["\"stale\"", "*", &tag[1..tag.len() - 1]] {
+        let reply = post_with_headers(&server, HOOK, &body, &[("If-None-Match", other)]);
+        assert_eq!((reply.status, &reply.body), (200, &first.body), "{other}");
+    }
+    // Another request, another answer: the old tag does not cover it.
+    let mut changed: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    changed["parent"]["metadata"]["generation"] = 99.into();
+    let changed = serde_json::to_vec(&changed).unwrap();
+    let reply = post_with_headers(&server, HOOK, &changed, &[("If-None-Match", &tag)]);
+    assert_eq!(reply.status, 200);
+    assert_ne!(reply.header("etag"), Some(tag.as_str()));
+
+    let review = std::fs::read(common::fixture(
+        "delete-graph/validate-chain-allowed.request.json",
+    ))
+    .unwrap();
+    let admitted = post_with_headers(
+        &server,
+        "/delete-graph/validate",
+        &review,
+        &[("If-None-Match", "*")],
+    );
+    assert_eq!((admitted.status, admitted.header("etag")), (200, None));
+    let metrics = String::from_utf8(get(&server, "/metrics").body).unwrap();
+    assert!(
+        metrics.contains("metahooks_requests_total{route=\"/delete-graph/sync\",status=\"304\"} 1"),
+        "{metrics}"
+    );
 }

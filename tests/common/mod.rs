@@ -121,7 +121,24 @@ pub fn request(server: &TestServer, raw: &[u8]) -> Reply {
 }
 
 pub fn post(server: &TestServer, path: &str, body: &[u8]) -> Reply {
-    let mut raw = post_head(path, "application/json", body.len()).into_bytes();
+    post_with_headers(server, path, body, &[])
+}
+
+/// A JSON POST with these headers besides the usual ones.
+pub fn post_with_headers(
+    server: &TestServer,
+    path: &str,
+    body: &[u8],
+    headers: &[(&str, &str)],
+) -> Reply {
+    let head = post_head(path, "application/json", body.len());
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    let mut raw = head
+        .replacen("\r\n", &format!("\r\n{extra}"), 1)
+        .into_bytes();
     raw.extend_from_slice(body);
     request(server, &raw)
 }

@@ -8,7 +8,7 @@
 //! Simplifications are listed in docs/SIMULATOR.md.
 #![allow(dead_code)]
 
-use crate::common::{post, TestServer};
+use crate::common::{post_with_headers, TestServer};
 use base64::Engine;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -259,6 +259,9 @@ pub struct Sim {
     queue: BTreeSet<(usize, Key)>,
     resync_at: BTreeMap<(usize, Key), i64>,
     customize_cache: HashMap<(usize, String, i64), Vec<Value>>,
+    /// Answers kept for hooks with `webhook.etag.enabled`, by route and the parent's kind,
+    /// namespace and name (as Metacontroller's `webhook_etag.go` keys them): tag and body.
+    etag_cache: HashMap<(String, String, String, String), (String, Value)>,
     started: bool,
     pub calls: Vec<HookCall>,
     pub delete_checks: Vec<DeleteCheck>,
@@ -284,10 +287,30 @@ impl Sim {
     /// A simulator whose hooks are the real metahooks server, started on a loopback port with
     /// the simulator's virtual clock, and whose controllers come from `manifests/<dir>/`.
     pub fn with_manifests(dirs: &[&str]) -> Sim {
+        Self::with_manifests_and_flags(dirs, &[])
+    }
+
+    /// As [`Sim::with_manifests`], with the server run with `--etag` and every controller's hooks
+    /// with `webhook.etag.enabled`.
+    pub fn with_manifests_and_etags(dirs: &[&str]) -> Sim {
+        let mut sim = Self::with_manifests_and_flags(dirs, &["--etag"]);
+        for controller in sim.composites.iter_mut().chain(&mut sim.decorators) {
+            for hook in controller["spec"]["hooks"]
+                .as_object_mut()
+                .unwrap()
+                .values_mut()
+            {
+                hook["webhook"]["etag"] = json!({"enabled": true});
+            }
+        }
+        sim
+    }
+
+    fn with_manifests_and_flags(dirs: &[&str], flags: &[&str]) -> Sim {
         let clock = Arc::new(AtomicI64::new(1_780_315_200)); // 2026-06-01T12:00:00Z
         let c = clock.clone();
         let server = TestServer::start_with_clock(
-            &[],
+            flags,
             Arc::new(move || {
                 time::OffsetDateTime::from_unix_timestamp(c.load(Ordering::SeqCst)).unwrap()
             }),
@@ -371,6 +394,7 @@ impl Sim {
             queue: BTreeSet::new(),
             resync_at: BTreeMap::new(),
             customize_cache: HashMap::new(),
+            etag_cache: HashMap::new(),
             started: false,
             calls: Vec::new(),
             delete_checks: Vec::new(),
@@ -893,7 +917,9 @@ impl Sim {
         Ok(Value::Object(related))
     }
 
-    /// POSTs a hook; anything but a decodable 200 is an error (429 schedules a retry).
+    /// POSTs a hook; anything but a decodable 200 is an error (429 schedules a retry). With the
+    /// hook's `webhook.etag.enabled`, the last answer's tag is sent as `If-None-Match` and a 304
+    /// stands for that answer, as in Metacontroller's `webhook_etag.go`.
     fn call(&mut self, hook: &Value, body: &Value, parent: &Value) -> Result<Value, String> {
         let url = str_at(hook, "/webhook/url");
         let path = url
@@ -901,15 +927,38 @@ impl Sim {
             .map(|(_, rest)| rest.find('/').map_or("/", |i| &rest[i..]))
             .unwrap_or(url)
             .to_owned();
-        let (status, resp, retry_after) = post_json_full(self.addr, &path, body);
+        let etag_key =
+            (hook.pointer("/webhook/etag/enabled") == Some(&Value::Bool(true))).then(|| {
+                let at = |p| str_at(parent, p).to_owned();
+                (
+                    path.clone(),
+                    at("/kind"),
+                    at("/metadata/namespace"),
+                    at("/metadata/name"),
+                )
+            });
+        let kept = etag_key.as_ref().and_then(|k| self.etag_cache.get(k));
+        let if_none_match = kept.map(|(tag, _)| tag.clone());
+        let reply = post_json_with(self.addr, &path, body, if_none_match.as_deref());
         self.calls.push(HookCall {
             path: path.clone(),
-            status,
+            status: reply.status,
             parent: str_at(parent, "/metadata/name").into(),
         });
-        match (status, resp) {
-            (200, Some(v)) => Ok(v),
-            (429, _) => Err(format!("429 retry-after {}", retry_after.unwrap_or(0))),
+        match (reply.status, reply.json) {
+            (200, Some(v)) => {
+                if let (Some(key), Some(tag)) = (etag_key, reply.etag) {
+                    self.etag_cache.insert(key, (tag, v.clone()));
+                }
+                Ok(v)
+            }
+            (304, _) if if_none_match.is_some() => {
+                Ok(self.etag_cache[etag_key.as_ref().unwrap()].1.clone())
+            }
+            (429, _) => Err(format!(
+                "429 retry-after {}",
+                reply.retry_after.unwrap_or(0)
+            )),
             (s, _) => Err(format!("{path}: unsupported status code: {s}")),
         }
     }
@@ -1444,18 +1493,38 @@ pub fn load_yaml(text: &str) -> Vec<Value> {
 }
 
 fn post_json(addr: SocketAddr, path: &str, body: &Value) -> (u16, Option<Value>) {
-    let (s, v, _) = post_json_full(addr, path, body);
-    (s, v)
+    let reply = post_json_with(addr, path, body, None);
+    (reply.status, reply.json)
 }
 
-fn post_json_full(addr: SocketAddr, path: &str, body: &Value) -> (u16, Option<Value>, Option<i64>) {
+/// A hook's answer as the simulated Metacontroller reads it.
+struct HookReply {
+    status: u16,
+    /// The body, when the status is 200 and it is JSON.
+    json: Option<Value>,
+    retry_after: Option<i64>,
+    etag: Option<String>,
+}
+
+fn post_json_with(
+    addr: SocketAddr,
+    path: &str,
+    body: &Value,
+    if_none_match: Option<&str>,
+) -> HookReply {
     let server = TestServer::at(addr);
-    let reply = post(&server, path, &serde_json::to_vec(body).unwrap());
-    let retry_after = reply.header("retry-after").and_then(|v| v.parse().ok());
-    let json = if reply.status == 200 {
-        serde_json::from_slice(&reply.body).ok()
-    } else {
-        None
-    };
-    (reply.status, json, retry_after)
+    let body = serde_json::to_vec(body).unwrap();
+    let headers: Vec<_> = if_none_match
+        .map(|tag| ("If-None-Match", tag))
+        .into_iter()
+        .collect();
+    let reply = post_with_headers(&server, path, &body, &headers);
+    HookReply {
+        status: reply.status,
+        json: (reply.status == 200)
+            .then(|| serde_json::from_slice(&reply.body).ok())
+            .flatten(),
+        retry_after: reply.header("retry-after").and_then(|v| v.parse().ok()),
+        etag: reply.header("etag").map(str::to_owned),
+    }
 }
