@@ -51,6 +51,7 @@ fn sim() -> (Sim, Rc<RefCell<Vec<String>>>) {
     with_checks(Sim::with_manifests(&["delete-graph"]))
 }
 
+/// `sim` with the deletion invariant checked and deleted Pods' workloads recorded in order.
 fn with_checks(mut sim: Sim) -> (Sim, Rc<RefCell<Vec<String>>>) {
     sim.delete_checks.push(Box::new(no_early_delete));
     let order = Rc::new(RefCell::new(Vec::new()));
