@@ -7,17 +7,12 @@
 //! can never stand in for an answer that the clock or the request has changed since.
 
 use axum::http::HeaderValue;
-use base64::Engine;
-use sha2::{Digest, Sha256};
+use metahooks_hooks::meta::sha256_hex;
 
-/// The strong entity tag of an answer: `"` + base64url(SHA-256 of its bytes) + `"`.
+/// The strong entity tag of an answer: its SHA-256 in hex, quoted.
 pub fn of(answer: &[u8]) -> HeaderValue {
-    let digest = Sha256::digest(answer);
-    let mut tag = String::with_capacity(45);
-    tag.push('"');
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode_string(digest, &mut tag);
-    tag.push('"');
-    HeaderValue::try_from(tag).expect("base64url and quotes are valid header bytes")
+    let tag = format!("\"{}\"", sha256_hex(answer));
+    HeaderValue::try_from(tag).expect("hex digits and quotes are valid header bytes")
 }
 
 /// Whether an `If-None-Match` value names `tag` (RFC 9110 §13.1.2: a comma-separated list, weak
@@ -38,9 +33,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_tag_is_the_quoted_base64url_sha256_of_the_answer() {
-        // SHA-256 of the empty string, e3b0c442...b855, in base64url without padding.
-        assert_eq!(of(b""), "\"47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU\"");
+    fn the_tag_is_the_quoted_hex_sha256_of_the_answer() {
+        // SHA-256 of the empty string.
+        assert_eq!(
+            of(b""),
+            "\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\""
+        );
         assert_ne!(of(b"{\"status\":{}}"), of(b"{\"status\":{ }}"));
     }
 

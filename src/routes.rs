@@ -224,20 +224,19 @@ async fn run_hook(
         .map_err(|_| ApiError::HookPanicked)?
         .map_err(ApiError::BadRequest)?;
     let tag = tagged.then(|| crate::etag::of(&output.body));
-    let mut response = match (&tag, &if_none_match) {
-        (Some(tag), Some(listed)) if crate::etag::named_by(listed, tag) => {
-            let mut response = Response::new(Body::empty());
-            *response.status_mut() = StatusCode::NOT_MODIFIED;
-            response
-        }
-        _ => {
-            let mut response = Response::new(Body::from(output.body));
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            response
-        }
+    let kept_by_caller = tag
+        .as_ref()
+        .zip(if_none_match.as_ref())
+        .is_some_and(|(tag, listed)| crate::etag::named_by(listed, tag));
+    let mut response = if kept_by_caller {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let mut response = Response::new(Body::from(output.body));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
     };
     if let Some(tag) = tag {
         response.headers_mut().insert(header::ETAG, tag);

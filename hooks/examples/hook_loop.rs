@@ -63,13 +63,8 @@ fn main() -> Result<(), String> {
         };
         let mut rng = rand_core::OsRng;
         for _ in 0..runs {
-            let fresh;
-            let memo = if memos == Memos::Cold {
-                fresh = Memo::default();
-                &fresh
-            } else {
-                &shared
-            };
+            let fresh = (memos == Memos::Cold).then(Memo::default);
+            let memo = fresh.as_ref().unwrap_or(&shared);
             let mut ctx = HookContext {
                 now: time::OffsetDateTime::now_utc(),
                 rng: &mut rng,

@@ -556,14 +556,14 @@ impl Sim {
                                 "operation": operation, "userInfo": {"username": user},
                                 "object": object, "oldObject": old, "dryRun": false}});
                 let path = str_at(hook, "/clientConfig/service/path").to_owned();
-                let reply = post_json(self.addr, &path, &review);
+                let reply = post_json(self.addr, &path, &review, None);
                 self.calls.push(HookCall {
                     path: path.clone(),
-                    status: reply.0,
+                    status: reply.status,
                     parent: str_at(&subject, "/metadata/name").into(),
                 });
-                let Some(resp) = reply.1 else {
-                    return Err(format!("webhook {path} answered {}", reply.0));
+                let Some(resp) = reply.json else {
+                    return Err(format!("webhook {path} answered {}", reply.status));
                 };
                 let r = &resp["response"];
                 assert_eq!(r["uid"], review["request"]["uid"], "{path} echoes the uid");
@@ -939,7 +939,7 @@ impl Sim {
             });
         let kept = etag_key.as_ref().and_then(|k| self.etag_cache.get(k));
         let if_none_match = kept.map(|(tag, _)| tag.clone());
-        let reply = post_json_with(self.addr, &path, body, if_none_match.as_deref());
+        let reply = post_json(self.addr, &path, body, if_none_match.as_deref());
         self.calls.push(HookCall {
             path: path.clone(),
             status: reply.status,
@@ -1492,11 +1492,6 @@ pub fn load_yaml(text: &str) -> Vec<Value> {
         .collect()
 }
 
-fn post_json(addr: SocketAddr, path: &str, body: &Value) -> (u16, Option<Value>) {
-    let reply = post_json_with(addr, path, body, None);
-    (reply.status, reply.json)
-}
-
 /// A hook's answer as the simulated Metacontroller reads it.
 struct HookReply {
     status: u16,
@@ -1506,12 +1501,7 @@ struct HookReply {
     etag: Option<String>,
 }
 
-fn post_json_with(
-    addr: SocketAddr,
-    path: &str,
-    body: &Value,
-    if_none_match: Option<&str>,
-) -> HookReply {
+fn post_json(addr: SocketAddr, path: &str, body: &Value, if_none_match: Option<&str>) -> HookReply {
     let server = TestServer::at(addr);
     let body = serde_json::to_vec(body).unwrap();
     let headers: Vec<_> = if_none_match
