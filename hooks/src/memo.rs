@@ -2,14 +2,17 @@
 //! time and never changes an answer: each entry is found by every input byte it was made from
 //! (a decoded request, a CA Secret and a spec's plan by the bytes themselves, kept and compared
 //! in full; a leaf by SHA-256 over them), so an input that differs in any byte is worked out
-//! afresh.
+//! afresh. The one exception is proved, not assumed: a request that differs from a kept one
+//! only inside one object, whose two texts decode to equal values, decodes to the kept request
+//! ([`DecodedRequests`]).
 
+use crate::contract::{Nested, ObjectSpans, SameObject};
 use crate::delete_graph::plan::PlanMemo;
 use crate::pki::PkiMemo;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate, RequestError};
 use serde::Deserialize;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Every memo of a server: the sync requests decoded before, the certificate checks of
 /// cert-rotation and the spec plans of delete-graph.
@@ -86,6 +89,16 @@ impl<V> Recent<V> {
         }
     }
 
+    /// The `n` most recently used values, most recent first, without using them.
+    pub fn most_recent(&self, n: usize) -> Vec<Arc<V>> {
+        let entries = self.lock();
+        entries
+            .iter()
+            .take(n)
+            .map(|e| Arc::clone(&e.value))
+            .collect()
+    }
+
     /// Whether a value of `bytes` (as the caller counts them) can be stored at all.
     pub fn fits(&self, bytes: usize) -> bool {
         bytes <= self.max_bytes
@@ -148,7 +161,7 @@ pub(crate) fn made_from(parts: &[Option<&[u8]>]) -> Vec<u8> {
 /// A hook's sync request decoded from bytes it keeps; [`decoded_request!`] declares one.
 pub trait DecodedRequest: Sized + Send + Sync {
     /// The request, borrowing from the bytes it is decoded from.
-    type Request<'a>: Deserialize<'a>
+    type Request<'a>: Deserialize<'a> + SameObject<'a>
     where
         Self: 'a;
     /// Decodes `bytes` as [`crate::contract::decode`] does, keeping them.
@@ -195,19 +208,27 @@ pub(crate) use decoded_request;
 /// with the same bytes (its objects come from informer caches, and Go writes map keys in
 /// order), so a resync skips decoding, the larger part of a hook's time. A request is found by
 /// its length and a fingerprint of its bytes, then compared with the remembered one byte for
-/// byte: one that differs in any byte is decoded afresh. What the hook works out from the
+/// byte: one that differs in any byte is not that request. What the hook works out from the
 /// request (and the time) is worked out on every sync.
 ///
-/// A request is kept decoded the second time its fingerprint comes among the last
-/// [`Self::CAPACITY`] seen: requests that change on every sync are not kept at all, which would
-/// only cost memory and cache. Bounded: the [`Self::CAPACITY`] most recently used, and
-/// [`Self::BYTES`] between them, each counted as twice its text (decoding keeps 0.26-0.66 times
-/// the text beside it on the load run's requests); a request larger than half the bound is
-/// decoded on every sync, without a fingerprint.
+/// When something of the parent changes, the next request usually differs from the last one
+/// inside one object only, often in nothing the hook reads (a `resourceVersion`,
+/// `managedFields`, a status field). Such a request is answered from the kept one when that
+/// object's two texts decode to equal values ([`crate::contract::spans`]); it is looked for
+/// among the [`Self::NEARBY`] most recently used. Any other request is decoded, and kept.
+///
+/// Bounded: the [`Self::CAPACITY`] most recently used, and [`Self::BYTES`] between them, each
+/// counted as twice its text (decoding keeps 0.26-0.66 times the text beside it on the load
+/// run's requests); a request larger than half the bound is decoded on every sync, without a
+/// fingerprint.
 pub struct DecodedRequests<R> {
-    kept: Recent<R>,
-    /// The fingerprints of the requests seen last, kept or not.
-    seen: Recent<()>,
+    kept: Recent<KeptRequest<R>>,
+}
+
+/// A decoded request, with where its objects are once a request was compared with it.
+struct KeptRequest<R> {
+    decoded: R,
+    spans: OnceLock<Option<ObjectSpans>>,
 }
 
 impl<R> Default for DecodedRequests<R> {
@@ -219,12 +240,12 @@ impl<R> Default for DecodedRequests<R> {
 impl<R> DecodedRequests<R> {
     pub const CAPACITY: usize = 256;
     pub const BYTES: usize = 8 << 20;
+    pub const NEARBY: usize = 4;
 
     /// A memo of at most `max_entries` requests and `max_bytes` (as counted above).
     pub const fn new(max_entries: usize, max_bytes: usize) -> Self {
         DecodedRequests {
             kept: Recent::new(max_entries, max_bytes),
-            seen: Recent::new(max_entries, max_bytes),
         }
     }
 
@@ -236,44 +257,101 @@ impl<R> DecodedRequests<R> {
 }
 
 impl<R: DecodedRequest> DecodedRequests<R> {
-    /// `answer` of `body` decoded: the request kept from the same bytes, or decoded now (and
-    /// kept if its fingerprint was seen before). A body that does not decode is an error, as
-    /// from [`crate::contract::decode`].
+    /// `answer` of `body` decoded: the request kept from the same bytes, or from bytes that
+    /// differ only in what the hook does not decode, or decoded now and kept. A body that does
+    /// not decode is an error, as from [`crate::contract::decode`].
     pub fn with_request<T>(
         &self,
         body: &[u8],
         answer: impl FnOnce(&R::Request<'_>) -> Result<T, RequestError>,
     ) -> Result<T, RequestError> {
         if !self.kept.fits(2 * body.len()) {
-            // Too large to keep: not worth a fingerprint and a place among those seen.
+            // Too large to keep: not worth a fingerprint.
             return answer(&crate::contract::decode(body)?);
         }
         let key = fingerprint(body);
         if let Some(kept) = self.kept.recall(&key) {
-            if kept.bytes() == body {
-                return answer(kept.request());
+            if kept.decoded.bytes() == body {
+                return answer(kept.decoded.request());
             }
             // Different bytes with the same fingerprint: decoded, and not kept in place of the
             // request already under this key.
             return answer(&crate::contract::decode(body)?);
         }
-        if self.seen.recall(&key).is_some() {
-            let kept = Arc::new(R::decode(body.into())?);
-            self.kept.store(key, Arc::clone(&kept), 2 * body.len());
-            return answer(kept.request());
+        let nearby = self.kept.most_recent(Self::NEARBY);
+        if let Some(kept) = nearby.iter().find(|kept| kept.decodes_as(body)) {
+            return answer(kept.decoded.request());
         }
-        let request = crate::contract::decode(body)?;
-        self.seen.store(key, Arc::new(()), 0);
-        answer(&request)
+        let kept = Arc::new(KeptRequest {
+            decoded: R::decode(body.into())?,
+            spans: OnceLock::new(),
+        });
+        self.kept.store(key, Arc::clone(&kept), 2 * body.len());
+        answer(kept.decoded.request())
     }
+}
+
+impl<R: DecodedRequest> KeptRequest<R> {
+    /// Whether `body`, which differs from this request's bytes, differs only inside one object
+    /// whose text there decodes to the value it has here: then `body` decodes to this request.
+    fn decodes_as(&self, body: &[u8]) -> bool {
+        let kept = self.decoded.bytes();
+        let (start, kept_end, body_end) = differing(kept, body);
+        let sections = <R::Request<'_> as SameObject<'_>>::SECTIONS;
+        let spans = self.spans.get_or_init(|| ObjectSpans::of(kept, &sections));
+        let Some(span) = spans.as_ref().and_then(|s| s.containing(start, kept_end)) else {
+            return false;
+        };
+        // The object's text in `body`: the same start, its end moved by the change of length.
+        let end = span.end + body_end - kept_end;
+        let (Ok(was), Ok(now)) = (
+            std::str::from_utf8(&kept[span.start..span.end]),
+            std::str::from_utf8(&body[span.start..end]),
+        ) else {
+            return false;
+        };
+        let (was, now) = (
+            Nested::new(span.section, was),
+            Nested::new(span.section, now),
+        );
+        <R::Request<'_> as SameObject<'_>>::same_object(span, &was, &now)
+    }
+}
+
+/// Where `a` and `b` differ: the length of their common prefix, then the ends in each of what
+/// lies between it and their common suffix (which does not overlap the prefix).
+fn differing(a: &[u8], b: &[u8]) -> (usize, usize, usize) {
+    const CHUNK: usize = 256;
+    let same = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let shortest = a.len().min(b.len());
+    let mut prefix = 0;
+    while prefix + CHUNK <= shortest && a[prefix..prefix + CHUNK] == b[prefix..prefix + CHUNK] {
+        prefix += CHUNK;
+    }
+    prefix += same(&a[prefix..shortest], &b[prefix..shortest]);
+    let (a_rest, b_rest) = (&a[prefix..], &b[prefix..]);
+    let rest = a_rest.len().min(b_rest.len());
+    let mut suffix = 0;
+    while suffix + CHUNK <= rest
+        && a_rest[a_rest.len() - suffix - CHUNK..a_rest.len() - suffix]
+            == b_rest[b_rest.len() - suffix - CHUNK..b_rest.len() - suffix]
+    {
+        suffix += CHUNK;
+    }
+    suffix += a_rest[..a_rest.len() - suffix]
+        .iter()
+        .rev()
+        .zip(b_rest[..b_rest.len() - suffix].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    (prefix, a.len() - suffix, b.len() - suffix)
 }
 
 impl<R> std::fmt::Debug for DecodedRequests<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // A request may hold Secret values: the counts only.
+        // A request may hold Secret values: the count only.
         f.debug_struct("DecodedRequests")
             .field("kept", &self.kept)
-            .field("seen", &self.seen)
             .finish()
     }
 }
@@ -329,73 +407,184 @@ pub(crate) fn fingerprint(bytes: &[u8]) -> Fingerprint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::{CompositeRequest, NameMeta, Object, ObjectMap, Text};
+    use serde::de::IgnoredAny;
 
     /// A key for the tests of `Recent`.
     fn key(n: u8) -> Fingerprint {
         (usize::from(n), u64::from(n))
     }
 
-    /// A request type for the tests: strings borrowed from the body.
-    type Words<'a> = Vec<&'a str>;
+    /// A request type for the tests: a parent and children whose `spec` string is all a hook
+    /// reads of them, borrowed from the body.
+    type Specs<'a> = CompositeRequest<
+        Object<'a>,
+        ObjectMap<Object<'a, Option<Text<'a>>, IgnoredAny, NameMeta<'a>>>,
+    >;
 
     decoded_request!(
-        /// A list of words with the bytes it was decoded from.
-        DecodedWords,
-        Words
+        /// A request of specs with the bytes it was decoded from.
+        DecodedSpecs,
+        Specs
     );
 
-    /// The words `memo` answers `body` with, and where the request it read them from lives.
-    fn words(memo: &DecodedRequests<DecodedWords>, body: &[u8]) -> (Vec<String>, usize) {
-        memo.with_request(body, |words| {
-            let read = words.iter().map(|w| w.to_string()).collect();
-            Ok((read, words as *const Words as usize))
+    /// A request of children `a` and `b`, with their specs and resourceVersions.
+    fn request(a: (&str, u32), b: (&str, u32)) -> Vec<u8> {
+        let child = |name: &str, (spec, version): (&str, u32)| {
+            format!(
+                r#""{name}":{{"metadata":{{"name":"{name}","resourceVersion":"{version}"}},"spec":"{spec}"}}"#
+            )
+        };
+        format!(
+            r#"{{"parent":{{"metadata":{{"name":"p","namespace":"n"}}}},"children":{{"T.v1":{{{},{}}}}},"finalizing":false}}"#,
+            child("a", a),
+            child("b", b)
+        )
+        .into_bytes()
+    }
+
+    /// The children's specs `memo` answers `body` with, and where the request it read them from
+    /// lives.
+    fn specs(memo: &DecodedRequests<DecodedSpecs>, body: &[u8]) -> (Vec<String>, usize) {
+        memo.with_request(body, |req| {
+            let read = req
+                .children
+                .get("T.v1")
+                .iter()
+                .map(|c| c.spec.as_deref().unwrap_or_default().to_owned())
+                .collect();
+            Ok((read, req as *const Specs as usize))
         })
         .unwrap()
     }
 
     #[test]
-    fn a_request_seen_twice_is_kept_and_one_that_differs_is_decoded_afresh() {
-        let memo = DecodedRequests::<DecodedWords>::default();
-        let body: &[u8] = br#"["a","b"]"#;
-        assert_eq!(words(&memo, body).0, ["a", "b"]);
-        // Seen once: not kept yet.
-        assert_eq!((memo.kept.len(), memo.seen.len()), (0, 1));
-        let (read, second) = words(&memo, body);
-        assert_eq!(read, ["a", "b"]);
+    fn a_request_is_kept_and_one_that_differs_is_decoded_afresh() {
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let body = request(("x", 1), ("y", 1));
+        let (read, first) = specs(&memo, &body);
+        assert_eq!(read, ["x", "y"]);
         assert_eq!(memo.kept.len(), 1);
-        let kept = memo.kept.recall(&fingerprint(body)).unwrap();
-        assert_eq!(second, kept.request() as *const Words as usize);
-        // The third time it is the kept request that answers.
-        assert_eq!(words(&memo, body), (read, second));
-        // One byte differs: decoded afresh, and kept once seen twice.
-        assert_eq!(words(&memo, br#"["a","c"]"#).0, ["a", "c"]);
-        assert_eq!(memo.kept.len(), 1);
-        assert_eq!(words(&memo, br#"["a","c"]"#).0, ["a", "c"]);
+        let kept = memo.kept.recall(&fingerprint(&body)).unwrap();
+        assert_eq!(first, kept.decoded.request() as *const Specs as usize);
+        // The second time it is the kept request that answers.
+        assert_eq!(specs(&memo, &body), (read, first));
+        // A spec the hook reads differs: decoded afresh, and kept.
+        let (read, other) = specs(&memo, &request(("z", 1), ("y", 1)));
+        assert_eq!(read, ["z", "y"]);
+        assert_ne!(other, first);
         assert_eq!(memo.kept.len(), 2);
-        // A body that does not decode is the decoder's error, and is neither kept nor seen.
+        // A body that does not decode is the decoder's error, and is not kept.
         for _ in 0..2 {
-            let err = memo.with_request(br#"["a",1]"#, |_| Ok(())).unwrap_err();
-            assert_eq!(err.path, "[1]");
+            let err = memo
+                .with_request(br#"{"parent":[]}"#, |_| Ok(()))
+                .unwrap_err();
+            assert_eq!(err.path, "parent");
         }
-        assert_eq!((memo.kept.len(), memo.seen.len()), (2, 2));
+        assert_eq!(memo.kept.len(), 2);
         // Debug never shows a request (it may hold Secret values).
         assert_eq!(
             format!("{memo:?}"),
-            "DecodedRequests { kept: Recent { len: 2 }, seen: Recent { len: 2 } }"
+            "DecodedRequests { kept: Recent { len: 2 } }"
         );
     }
 
     #[test]
+    fn a_request_that_differs_only_in_what_is_not_decoded_is_answered_from_the_kept_one() {
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let body = request(("x", 1), ("y", 1));
+        let (_, kept) = specs(&memo, &body);
+        // One child's resourceVersion, which no hook reads, in the first object and the last,
+        // and one that changes the body's length: the kept request answers, nothing is added.
+        for changed in [
+            request(("x", 2), ("y", 1)),
+            request(("x", 1), ("y", 9)),
+            request(("x", 1), ("y", 1234)),
+        ] {
+            assert_eq!(specs(&memo, &changed), (vec!["x".into(), "y".into()], kept));
+        }
+        assert_eq!(memo.kept.len(), 1);
+        // Whitespace inside an object, and a string written with an escape that decodes to the
+        // same text.
+        let text = String::from_utf8(body.clone()).unwrap();
+        for changed in [
+            text.replace(r#""spec":"y""#, r#""spec" : "y""#),
+            text.replace(r#""spec":"y""#, r#""spec":"y""#),
+        ] {
+            assert_eq!(specs(&memo, changed.as_bytes()).1, kept);
+        }
+        // Changes the kept request cannot answer for, each decoded afresh: a spec in one
+        // object, two objects, a field outside any object, an object's key.
+        for (changed, read) in [
+            (request(("x", 1), ("w", 1)), ["x", "w"]),
+            (request(("x", 2), ("y", 2)), ["x", "y"]),
+            (text.replace("false}", "true}").into_bytes(), ["x", "y"]),
+            (
+                text.replace(r#""a":{"#, r#""c":{"#).into_bytes(),
+                ["x", "y"],
+            ),
+        ] {
+            let (got, from) = specs(&memo, &changed);
+            assert_eq!(got, read);
+            assert_ne!(from, kept);
+        }
+    }
+
+    #[test]
+    fn a_nearby_request_that_does_not_decode_is_the_decoders_error() {
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let body = String::from_utf8(request(("x", 1), ("y", 1))).unwrap();
+        specs(&memo, body.as_bytes());
+        for changed in [
+            // Not JSON inside the object, a value where the object ends, an object no longer
+            // named.
+            body.replace(r#""resourceVersion":"1"}"#, r#""resourceVersion":1"1"}"#),
+            body.replace(r#""spec":"y"}"#, r#""spec":"y"},"c":1"#),
+            body.replace(r#""name":"b""#, r#""name":"""#),
+        ] {
+            let plain = crate::contract::decode::<Specs>(changed.as_bytes()).unwrap_err();
+            let err = memo
+                .with_request(changed.as_bytes(), |_| Ok(()))
+                .unwrap_err();
+            assert_eq!((&err.path, &err.message), (&plain.path, &plain.message));
+        }
+        assert_eq!(memo.kept.len(), 1);
+    }
+
+    #[test]
+    fn only_the_most_recently_used_are_looked_at_for_a_nearby_request() {
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let body = request(("x", 1), ("y", 1));
+        let (_, kept) = specs(&memo, &body);
+        let others = DecodedRequests::<DecodedSpecs>::NEARBY;
+        for n in 0..others {
+            specs(&memo, &request(("o", 1), (&n.to_string(), 1)));
+        }
+        assert_ne!(specs(&memo, &request(("x", 2), ("y", 1))).1, kept);
+        // Used again, it is among them.
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let (_, kept) = specs(&memo, &body);
+        for n in 0..others {
+            specs(&memo, &request(("o", 1), (&n.to_string(), 1)));
+            specs(&memo, &body);
+        }
+        assert_eq!(specs(&memo, &request(("x", 2), ("y", 1))).1, kept);
+    }
+
+    #[test]
     fn a_kept_request_under_the_same_fingerprint_is_compared_not_trusted() {
-        let memo = DecodedRequests::<DecodedWords>::default();
-        let body: &[u8] = br#"["b"]"#;
-        let key = fingerprint(body);
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let body = request(("b", 1), ("y", 1));
+        let key = fingerprint(&body);
         // Another request of the same length kept under body's key, as a fingerprint collision
         // would leave it.
-        let collided = Arc::new(DecodedWords::decode(br#"["a"]"#.to_vec().into()).unwrap());
+        let collided = Arc::new(KeptRequest {
+            decoded: DecodedSpecs::decode(request(("a", 1), ("y", 1)).into()).unwrap(),
+            spans: OnceLock::new(),
+        });
         memo.kept.store(key, Arc::clone(&collided), 10);
         for _ in 0..3 {
-            assert_eq!(words(&memo, body).0, ["b"]);
+            assert_eq!(specs(&memo, &body).0, ["b", "y"]);
         }
         // The one already under the key stays.
         assert!(Arc::ptr_eq(&memo.kept.recall(&key).unwrap(), &collided));
@@ -403,24 +592,45 @@ mod tests {
 
     #[test]
     fn decoded_requests_are_bounded_by_twice_their_text() {
-        let none = DecodedRequests::<DecodedWords>::new(0, 0);
+        let body = request(("x", 1), ("y", 1));
+        let size = 2 * body.len();
+        let none = DecodedRequests::<DecodedSpecs>::new(0, 0);
         for _ in 0..3 {
-            assert_eq!(words(&none, br#"["a"]"#).0, ["a"]);
+            assert_eq!(specs(&none, &body).0, ["x", "y"]);
         }
-        assert_eq!((none.kept.len(), none.seen.len()), (0, 0));
-        // Room for two 5-byte requests (10 bytes each as counted), not three.
-        let two = DecodedRequests::<DecodedWords>::new(10, 20);
-        for body in [br#"["a"]"#, br#"["b"]"#, br#"["c"]"#] {
-            words(&two, body);
-            words(&two, body);
+        assert_eq!(none.kept.len(), 0);
+        // Room for two requests as counted, not three.
+        let two = DecodedRequests::<DecodedSpecs>::new(10, 2 * size);
+        for spec in ["a", "b", "c"] {
+            specs(&two, &request((spec, 1), ("y", 1)));
         }
         assert_eq!(two.kept.len(), 2);
-        assert!(two.kept.recall(&fingerprint(br#"["a"]"#)).is_none());
-        // A request larger than half the bound is decoded, neither kept nor seen.
+        assert!(two
+            .kept
+            .recall(&fingerprint(&request(("a", 1), ("y", 1))))
+            .is_none());
+        // A request larger than half the bound is decoded and not kept.
+        let small = DecodedRequests::<DecodedSpecs>::new(10, size - 1);
         for _ in 0..2 {
-            assert_eq!(words(&two, br#"["abcdefgh"]"#).0, ["abcdefgh"]);
+            assert_eq!(specs(&small, &body).0, ["x", "y"]);
         }
-        assert_eq!((two.kept.len(), two.seen.len()), (2, 3));
+        assert_eq!(small.kept.len(), 0);
+    }
+
+    #[test]
+    fn differing_finds_the_bytes_between_the_common_prefix_and_suffix() {
+        assert_eq!(differing(b"abcXdef", b"abcYYdef"), (3, 4, 5));
+        assert_eq!(differing(b"abc", b"abc"), (3, 3, 3));
+        // The suffix does not overlap the prefix.
+        assert_eq!(differing(b"aa", b"aaa"), (2, 2, 3));
+        assert_eq!(differing(b"aXa", b"a"), (1, 3, 1));
+        // Past whole chunks on both sides.
+        let long: Vec<u8> = (0..2000).map(|i| (i % 251) as u8).collect();
+        let mut changed = long.clone();
+        changed[1000] = 255;
+        assert_eq!(differing(&long, &changed), (1000, 1001, 1001));
+        changed.insert(300, 7);
+        assert_eq!(differing(&long, &changed), (300, 1001, 1002));
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub struct Condition {
 
 /// The conditions of a previous status, read leniently: anything that is not a list of objects
 /// with string `type`, `status` and `lastTransitionTime` is simply not there.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PreviousConditions(Vec<(String, String, String)>);
 
 impl<'de> Deserialize<'de> for PreviousConditions {

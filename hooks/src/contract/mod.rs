@@ -14,6 +14,7 @@ mod map_only;
 mod object;
 mod object_map;
 mod patch;
+mod spans;
 
 pub use admission::{
     AdmissionRequest, AdmissionResponse, AdmissionReview, AdmissionReviewResponse,
@@ -25,11 +26,12 @@ pub use decorator::{DecoratorRequest, DecoratorResponse};
 pub(crate) use map_only::{map_only, MapOnly};
 pub use object::{
     lenient_string, named, null_as_default, parent_namespace, without, Lenient, MetaOut, NameMeta,
-    Named, Object, ObjectMeta, RawString, Strings, Text,
+    Named, Object, ObjectMeta, RawJson, RawString, Strings, Text,
 };
 pub(crate) use object_map::{object_maps, other_type};
 pub use object_map::{ObjectMap, Objects};
 pub use patch::{escape_pointer, PatchOp};
+pub use spans::{decodes_same, Nested, ObjectSpan, ObjectSpans, SameInGroup, SameObject, Section};
 
 use crate::RequestError;
 use serde::{Deserialize, Serialize};

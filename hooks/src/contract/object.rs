@@ -11,8 +11,8 @@ use std::fmt;
 
 /// An object with a typed `spec`, `status` and `metadata`; everything else (managedFields, ...)
 /// is skipped. `metadata` is [`ObjectMeta`] unless only the object's name and namespace are
-/// read ([`NameMeta`]).
-#[derive(Debug, Clone, Default, Deserialize)]
+/// read ([`NameMeta`]). Objects compare as what was decoded of them (see [`super::spans`]).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self", rename_all = "camelCase")]
 #[serde(bound(deserialize = "'de: 'a, Spec: Deserialize<'de> + Default, \
     Status: Deserialize<'de> + Default, Meta: Deserialize<'de> + Default"))]
@@ -31,7 +31,7 @@ pub struct Object<'a, Spec = IgnoredAny, Status = IgnoredAny, Meta = ObjectMeta<
 
 /// `metadata` as the hooks read it, its strings borrowed from the request. Absent and `null`
 /// maps are empty.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self", rename_all = "camelCase")]
 pub struct ObjectMeta<'a> {
     #[serde(default, borrow)]
@@ -58,7 +58,7 @@ pub struct ObjectMeta<'a> {
 
 /// `metadata` of an object whose name and namespace are all a hook reads of it: its labels,
 /// annotations and the rest are skipped, not decoded.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self")]
 pub struct NameMeta<'a> {
     #[serde(default, borrow)]
@@ -389,6 +389,14 @@ impl<'de: 'a, 'a> Visitor<'de> for LenientVisitor<'a> {
 #[derive(Clone)]
 pub struct RawString<'a>(Cow<'a, RawValue>);
 
+/// Equal when their JSON texts are: the same string written with other escapes differs, which
+/// only ever makes two objects compare as different.
+impl PartialEq for RawString<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
 impl fmt::Debug for RawString<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "RawString({} bytes)", self.0.get().len())
@@ -437,5 +445,22 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawString<'a> {
 impl Serialize for RawString<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.0.serialize(s)
+    }
+}
+
+/// Any JSON value kept as its text, borrowed from the request and written back byte for byte
+/// (a Pod's spec, a WorkloadSet's spec and status parts). Equal when the texts are.
+#[derive(Debug, Clone, Copy)]
+pub struct RawJson<'a>(pub &'a RawValue);
+
+impl PartialEq for RawJson<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawJson<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(d).map(RawJson)
     }
 }

@@ -223,6 +223,23 @@ macro_rules! object_maps {
                 d.deserialize_any(MapsVisitor(std::marker::PhantomData))
             }
         }
+
+        impl<'de $(: $lt, $lt)?> $crate::contract::SameInGroup<'de> for $name $(<$lt>)? {
+            fn same_object(
+                type_key: &str,
+                old: &'de $crate::contract::Nested,
+                new: &'de $crate::contract::Nested,
+            ) -> bool {
+                $(
+                    if type_key == $key {
+                        return $crate::contract::decodes_same::<$ty>(old, new);
+                    }
+                )*
+                // Another type key: skipped, or in a map the hook answers for refused (so no
+                // request kept has an object there).
+                !$answered && $crate::contract::decodes_same::<serde::de::IgnoredAny>(old, new)
+            }
+        }
     };
 }
 pub(crate) use object_maps;

@@ -38,7 +38,10 @@ fn answer(body: &[u8], ctx: &HookContext, teardown: bool) -> Result<HookOutput, 
     ctx.memo.requests.delete_graph.with_request(body, |req| {
         let parent = &req.parent;
         parent_namespace(&parent.metadata.namespace, "parent", KIND)?;
-        let plan = ctx.memo.plans.plan(parent.spec, &parent.metadata.name)?;
+        let plan = ctx
+            .memo
+            .plans
+            .plan(parent.spec.map(|raw| raw.0), &parent.metadata.name)?;
         let response = reconcile(req, &plan, teardown || req.finalizing, ctx.now);
         HookOutput::json(Subject::object(KIND, &parent.metadata), &response)
     })

@@ -4,8 +4,8 @@ use super::graph::DeleteGraph;
 use super::plan::{Plan, Planned};
 use super::spec::AddCondition;
 use crate::contract::{
-    lenient_string, map_only, object_maps, CompositeRequest, CompositeResponse, Object, Strings,
-    Text,
+    lenient_string, map_only, object_maps, CompositeRequest, CompositeResponse, Object, RawJson,
+    Strings, Text,
 };
 use crate::meta::{Condition, PreviousConditions};
 use serde::ser::SerializeMap;
@@ -23,21 +23,21 @@ const POD_KEY: &str = "Pod.v1";
 
 /// The WorkloadSet parent: the spec is kept as raw JSON (borrowed from the request), which its
 /// [`Plan`] reads; validation must describe (not reject) whatever shape it has.
-pub type WorkloadSet<'a> = Object<'a, Option<&'a RawValue>, WorkloadSetStatus<'a>>;
+pub type WorkloadSet<'a> = Object<'a, Option<RawJson<'a>>, WorkloadSetStatus<'a>>;
 
 /// The previous status: its conditions, and the parts a freeze copies back untouched.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self", rename_all = "camelCase")]
 pub struct WorkloadSetStatus<'a> {
     #[serde(default)]
     pub conditions: PreviousConditions,
     #[serde(default, borrow)]
-    pub workloads: Option<&'a RawValue>,
+    pub workloads: Option<RawJson<'a>>,
     #[serde(default, borrow)]
-    pub delete_graph: Option<&'a RawValue>,
+    pub delete_graph: Option<RawJson<'a>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self")]
 pub struct PodStatus<'a> {
     #[serde(default, borrow, deserialize_with = "lenient_string")]
@@ -51,7 +51,7 @@ map_only! {
 
 /// An observed Pod: its spec is kept as raw JSON (borrowed from the request), to be returned
 /// untouched when the Pod is kept.
-pub type Pod<'a> = Object<'a, Option<&'a RawValue>, PodStatus<'a>>;
+pub type Pod<'a> = Object<'a, Option<RawJson<'a>>, PodStatus<'a>>;
 
 object_maps! {
     /// The children: the Pods of the set.
@@ -120,12 +120,15 @@ pub enum SyncStatus<'a> {
 
 /// A part of the previous status copied back: the raw JSON when it was an object, else `{}`.
 #[derive(Debug)]
-pub struct Copied<'a>(Option<&'a RawValue>);
+pub struct Copied<'a>(Option<RawJson<'a>>);
 
 impl Serialize for Copied<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self.0.filter(|raw| raw.get().trim_start().starts_with('{')) {
-            Some(raw) => raw.serialize(s),
+        match self
+            .0
+            .filter(|raw| raw.0.get().trim_start().starts_with('{'))
+        {
+            Some(raw) => raw.0.serialize(s),
             None => s.serialize_map(Some(0))?.end(),
         }
     }
@@ -196,7 +199,7 @@ fn rebuilt<'a>(pod: &'a Pod<'a>, namespace: &'a str) -> PodOut<'a> {
             labels: PodStrings::Observed(&pod.metadata.labels),
             annotations: PodStrings::Observed(&pod.metadata.annotations),
         },
-        spec: pod.spec,
+        spec: pod.spec.map(|raw| raw.0),
     }
 }
 

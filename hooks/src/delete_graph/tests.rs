@@ -60,7 +60,9 @@ fn run(body: &[u8], teardown: bool) -> Value {
 fn run_with(memo: &PlanMemo, body: &[u8], teardown: bool) -> Value {
     let req: SyncRequest = decode(body).unwrap();
     let parent = &req.parent;
-    let plan = memo.plan(parent.spec, &parent.metadata.name).unwrap();
+    let plan = memo
+        .plan(parent.spec.map(|raw| raw.0), &parent.metadata.name)
+        .unwrap();
     serde_json::to_value(reconcile(&req, &plan, teardown, NOW)).unwrap()
 }
 
@@ -779,7 +781,7 @@ fn a_spec_serde_cannot_read_is_a_request_error_under_parent_spec() {
         .replace("\"image\":\"img\"", "\"image\":\"\\ud800\"");
     let req: SyncRequest = decode(body.as_bytes()).unwrap();
     let err = PlanMemo::default()
-        .plan(req.parent.spec, &req.parent.metadata.name)
+        .plan(req.parent.spec.map(|raw| raw.0), &req.parent.metadata.name)
         .unwrap_err();
     assert!(
         err.path.starts_with("parent.spec.workloads."),

@@ -1,0 +1,477 @@
+//! Where each object of a sync request lies in its text, and whether two texts of one object
+//! decode the same. With both, a request that differs from a kept one only inside one object,
+//! and there only in what the hook does not decode (a `resourceVersion`, `managedFields`, a
+//! status field no hook reads), is answered from the kept request: see
+//! [`crate::memo::DecodedRequests`].
+//!
+//! That is exact, not a guess: the two bodies are the same bytes before and after the object,
+//! and the new object's text is one JSON value, so the new body is JSON wherever the old one
+//! was, with the same value in every place but that one; and there it decodes, at the depth it
+//! has in the request (serde_json limits nesting), to a value equal to the old object's.
+
+use super::{named, CompositeRequest, DecoratorRequest, Named, ObjectMap};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+/// The part of a request an object is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// A composite request's `parent`, a decorator's `object`.
+    Parent,
+    /// `children`, or a decorator's `attachments`.
+    Children,
+    Related,
+}
+
+impl Section {
+    /// How many JSON values hold an object of this section in a request: the request itself,
+    /// and for an object map the map and its type key's map.
+    fn depth(self) -> usize {
+        match self {
+            Section::Parent => 1,
+            Section::Children | Section::Related => 3,
+        }
+    }
+}
+
+/// The fields of a request that hold objects, with their sections.
+pub type Sections = [(&'static str, Section); 3];
+
+/// One object of a request: where it is and the bytes of its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectSpan {
+    pub section: Section,
+    /// Its type key (`Pod.v1`); empty for the parent.
+    pub type_key: Box<str>,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The objects of a request, in the order of its text.
+#[derive(Debug, Default)]
+pub struct ObjectSpans(Vec<ObjectSpan>);
+
+impl ObjectSpans {
+    /// The objects of `body`, a request whose fields `sections` hold objects; `None` for a body
+    /// that is not UTF-8 or not a map of object maps there.
+    pub fn of(body: &[u8], sections: &Sections) -> Option<Self> {
+        let text = std::str::from_utf8(body).ok()?;
+        let mut spans = Vec::new();
+        let mut de = serde_json::Deserializer::from_str(text);
+        let top = Top {
+            sections,
+            base: text.as_ptr() as usize,
+            spans: &mut spans,
+        };
+        de.deserialize_map(top).ok()?;
+        de.end().ok()?;
+        Some(ObjectSpans(spans))
+    }
+
+    /// The object whose text holds the bytes `start..end`.
+    pub fn containing(&self, start: usize, end: usize) -> Option<&ObjectSpan> {
+        let after = self.0.partition_point(|span| span.start <= start);
+        let span = self.0.get(after.checked_sub(1)?)?;
+        (end <= span.end).then_some(span)
+    }
+}
+
+/// Collects the spans of one request's objects.
+struct Top<'s> {
+    sections: &'s Sections,
+    /// Where the request's text starts in memory: a span is where its raw text starts from it.
+    base: usize,
+    spans: &'s mut Vec<ObjectSpan>,
+}
+
+impl Top<'_> {
+    fn push(&mut self, section: Section, type_key: &str, raw: &RawValue) {
+        let start = (raw.get().as_ptr() as usize).wrapping_sub(self.base);
+        self.spans.push(ObjectSpan {
+            section,
+            type_key: type_key.into(),
+            start,
+            end: start + raw.get().len(),
+        });
+    }
+}
+
+impl<'de> Visitor<'de> for Top<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a hook request")
+    }
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        while let Some(field) = map.next_key::<Cow<str>>()? {
+            match self.sections.iter().find(|(name, _)| *name == field) {
+                Some(&(_, Section::Parent)) => {
+                    let raw: &RawValue = map.next_value()?;
+                    self.push(Section::Parent, "", raw);
+                }
+                Some(&(_, section)) => map.next_value_seed(Groups {
+                    section,
+                    top: &mut self,
+                })?,
+                None => map.next_value::<IgnoredAny>().map(drop)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An object map, `{"<type key>": {"<key>": object}}`; `null` maps are empty.
+struct Groups<'t, 's> {
+    section: Section,
+    top: &'t mut Top<'s>,
+}
+
+impl<'de> DeserializeSeed<'de> for Groups<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Groups<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map from type key to objects")
+    }
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(type_key) = map.next_key::<Cow<str>>()? {
+            map.next_value_seed(Group {
+                section: self.section,
+                type_key: &type_key,
+                top: &mut *self.top,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// The objects of one type key; `null` is none.
+struct Group<'k, 't, 's> {
+    section: Section,
+    type_key: &'k str,
+    top: &'t mut Top<'s>,
+}
+
+impl<'de> DeserializeSeed<'de> for Group<'_, '_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Group<'_, '_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map from object key to object")
+    }
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key::<IgnoredAny>()?.is_some() {
+            let raw: &RawValue = map.next_value()?;
+            self.top.push(self.section, self.type_key, raw);
+        }
+        Ok(())
+    }
+}
+
+/// An object's text inside as many JSON arrays as values hold it in its request, so that it is
+/// decoded at the depth it has there: serde_json refuses values nested too deep.
+pub struct Nested {
+    text: String,
+    depth: usize,
+}
+
+impl Nested {
+    pub fn new(section: Section, object: &str) -> Self {
+        let depth = section.depth();
+        let mut text = String::with_capacity(object.len() + 2 * depth);
+        text.extend(std::iter::repeat_n('[', depth));
+        text.push_str(object);
+        text.extend(std::iter::repeat_n(']', depth));
+        Nested { text, depth }
+    }
+
+    /// The object decoded as its request decodes it (with [`named`]); `None` if it does not
+    /// decode.
+    fn decode<'a, T: Deserialize<'a> + Named>(&'a self) -> Option<T> {
+        let mut de = serde_json::Deserializer::from_str(&self.text);
+        let value = Unwrap::<T>(self.depth, PhantomData)
+            .deserialize(&mut de)
+            .ok()?;
+        de.end().ok()?;
+        Some(value)
+    }
+}
+
+/// Whether two texts of one object decode, as their request decodes them, to equal values.
+pub fn decodes_same<'a, T>(old: &'a Nested, new: &'a Nested) -> bool
+where
+    T: Deserialize<'a> + Named + PartialEq,
+{
+    match (old.decode::<T>(), new.decode::<T>()) {
+        (Some(old), Some(new)) => old == new,
+        _ => false,
+    }
+}
+
+/// The one value inside `.0` arrays of one value each.
+struct Unwrap<T>(usize, PhantomData<T>);
+
+impl<'de, T: Deserialize<'de> + Named> DeserializeSeed<'de> for Unwrap<T> {
+    type Value = T;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
+        match self.0 {
+            0 => named(d),
+            _ => d.deserialize_seq(self),
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de> + Named> Visitor<'de> for Unwrap<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of one value")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+        let inner = Unwrap::<T>(self.0 - 1, PhantomData);
+        let value = seq
+            .next_element_seed(inner)?
+            .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+        match seq.next_element::<IgnoredAny>()? {
+            None => Ok(value),
+            Some(_) => Err(de::Error::invalid_length(2, &self)),
+        }
+    }
+}
+
+/// A request whose objects can be decoded one at a time, as the request decodes them.
+pub trait SameObject<'a> {
+    /// The request's fields that hold objects.
+    const SECTIONS: Sections;
+    /// Whether the texts `old` and `new` of the object at `span` decode to equal values.
+    fn same_object(span: &ObjectSpan, old: &'a Nested, new: &'a Nested) -> bool;
+}
+
+/// An object map of a request, as [`SameObject`] for the objects of one type key.
+pub trait SameInGroup<'a> {
+    fn same_object(type_key: &str, old: &'a Nested, new: &'a Nested) -> bool;
+}
+
+impl<'a, P, C, R> SameObject<'a> for CompositeRequest<P, C, R>
+where
+    P: Deserialize<'a> + Named + PartialEq,
+    C: SameInGroup<'a>,
+    R: SameInGroup<'a>,
+{
+    const SECTIONS: Sections = [
+        ("parent", Section::Parent),
+        ("children", Section::Children),
+        ("related", Section::Related),
+    ];
+
+    fn same_object(span: &ObjectSpan, old: &'a Nested, new: &'a Nested) -> bool {
+        match span.section {
+            Section::Parent => decodes_same::<P>(old, new),
+            Section::Children => C::same_object(&span.type_key, old, new),
+            Section::Related => R::same_object(&span.type_key, old, new),
+        }
+    }
+}
+
+impl<'a, T, A, R> SameObject<'a> for DecoratorRequest<T, A, R>
+where
+    T: Deserialize<'a> + Named + PartialEq,
+    A: SameInGroup<'a>,
+    R: SameInGroup<'a>,
+{
+    const SECTIONS: Sections = [
+        ("object", Section::Parent),
+        ("attachments", Section::Children),
+        ("related", Section::Related),
+    ];
+
+    fn same_object(span: &ObjectSpan, old: &'a Nested, new: &'a Nested) -> bool {
+        match span.section {
+            Section::Parent => decodes_same::<T>(old, new),
+            Section::Children => A::same_object(&span.type_key, old, new),
+            Section::Related => R::same_object(&span.type_key, old, new),
+        }
+    }
+}
+
+/// Every object of an [`ObjectMap`] is a `T`.
+impl<'a, T: Deserialize<'a> + Named + PartialEq> SameInGroup<'a> for ObjectMap<T> {
+    fn same_object(_type_key: &str, old: &'a Nested, new: &'a Nested) -> bool {
+        decodes_same::<T>(old, new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::Object;
+    use crate::json::Json;
+
+    type Request<'a> = CompositeRequest<Object<'a>>;
+
+    fn spans(body: &str) -> Option<Vec<(Section, String, String)>> {
+        let sections = <Request as SameObject>::SECTIONS;
+        let spans = ObjectSpans::of(body.as_bytes(), &sections)?;
+        Some(
+            spans
+                .0
+                .iter()
+                .map(|s| {
+                    let text = body[s.start..s.end].to_owned();
+                    (s.section, s.type_key.to_string(), text)
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn every_object_is_found_with_its_section_and_type_key() {
+        let body = r#"{"controller":{"a":{"b":1}}, "parent": {"p":1},
+            "children":{"A.v1":{"x":{"c":1},"y":{"c":2}},"B.v1":null},
+            "related":{"A.v1":{"z": {"r":1} }, "A.v1":{"w":[]}}, "object":{"o":1}}"#;
+        let found = spans(body).unwrap();
+        let want = [
+            (Section::Parent, "", r#"{"p":1}"#),
+            (Section::Children, "A.v1", r#"{"c":1}"#),
+            (Section::Children, "A.v1", r#"{"c":2}"#),
+            (Section::Related, "A.v1", r#"{"r":1}"#),
+            (Section::Related, "A.v1", "[]"),
+        ];
+        let found: Vec<_> = found
+            .iter()
+            .map(|(s, k, t)| (*s, k.as_str(), t.as_str()))
+            .collect();
+        assert_eq!(found, want);
+        // A decorator's object and attachments.
+        let sections = <DecoratorRequest<Object> as SameObject>::SECTIONS;
+        let decorator = ObjectSpans::of(body.as_bytes(), &sections).unwrap();
+        let sections: Vec<_> = decorator.0.iter().map(|s| s.section).collect();
+        assert_eq!(
+            sections,
+            [Section::Related, Section::Related, Section::Parent]
+        );
+        // Not a request of object maps, not JSON, not UTF-8: none.
+        assert!(spans(r#"{"children":[1]}"#).is_none());
+        assert!(spans(r#"{"parent":{}"#).is_none());
+        assert!(ObjectSpans::of(b"{\"parent\":\"\xff\"}", &sections_of_request()).is_none());
+    }
+
+    fn sections_of_request() -> Sections {
+        <Request as SameObject>::SECTIONS
+    }
+
+    #[test]
+    fn the_containing_object_holds_the_whole_range() {
+        let body = r#"{"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}}}}"#;
+        let spans = ObjectSpans::of(body.as_bytes(), &sections_of_request()).unwrap();
+        let x = body.find(r#"{"c":1}"#).unwrap();
+        let y = body.find(r#"{"c":2}"#).unwrap();
+        let found = |start, end| spans.containing(start, end).map(|s| s.start);
+        assert_eq!(found(x, x + 7), Some(x));
+        assert_eq!(found(x + 5, x + 6), Some(x));
+        assert_eq!(found(y + 1, y + 7), Some(y));
+        // Past its end, across two objects, before the first.
+        assert_eq!(found(x + 5, x + 8), None);
+        assert_eq!(found(x + 5, y + 1), None);
+        assert_eq!(found(0, 1), None);
+    }
+
+    #[test]
+    fn an_object_is_decoded_at_the_depth_it_has_in_its_request() {
+        // serde_json refuses 128 nested values. A child is the fourth value in, so a spec of
+        // 123 nested arrays decodes there and one of 124 does not, though alone it would.
+        let nested = |n: usize| {
+            format!(
+                r#"{{"metadata":{{"name":"a"}},"spec":{}1{}}}"#,
+                "[".repeat(n),
+                "]".repeat(n)
+            )
+        };
+        type Child<'a> = Object<'a, Json<'a>>;
+        let child = |n| {
+            Nested::new(Section::Children, &nested(n))
+                .decode::<Child>()
+                .is_some()
+        };
+        assert!(child(123));
+        assert!(!child(124));
+        let deep = nested(124);
+        let alone: Child = serde_json::from_str(&deep).unwrap();
+        assert!(alone.spec.as_array().is_some());
+        // The same in a whole request.
+        let request = |n: usize| {
+            format!(
+                r#"{{"parent":{{"metadata":{{"name":"p"}}}},"children":{{"A.v1":{{"a":{}}}}}}}"#,
+                nested(n)
+            )
+        };
+        type WithChildren<'a> = CompositeRequest<Object<'a>, crate::contract::ObjectMap<Child<'a>>>;
+        assert!(serde_json::from_str::<WithChildren>(&request(123)).is_ok());
+        assert!(serde_json::from_str::<WithChildren>(&request(124)).is_err());
+        // A parent is the second.
+        let parent = |n| {
+            Nested::new(Section::Parent, &nested(n))
+                .decode::<Child>()
+                .is_some()
+        };
+        assert!(parent(125));
+        assert!(!parent(126));
+    }
+
+    #[test]
+    fn two_texts_decode_the_same_when_what_is_read_of_them_is_equal() {
+        let same = |old: &str, new: &str| {
+            let (old, new) = (
+                Nested::new(Section::Children, old),
+                Nested::new(Section::Children, new),
+            );
+            decodes_same::<Object>(&old, &new)
+        };
+        let a = r#"{"metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1}}"#;
+        assert!(same(a, a));
+        assert!(same(a, &a.replace(r#""1""#, r#""2""#)));
+        assert!(same(a, &format!(" {a}\n")));
+        assert!(!same(a, &a.replace(r#""name":"a""#, r#""name":"b""#)));
+        // Not one value, not JSON, without a name: never the same.
+        assert!(!same(a, &format!("{a},{a}")));
+        assert!(!same(a, &a.replace('}', "")));
+        assert!(!same(a, &a.replace(r#""name":"a""#, r#""name":"""#)));
+    }
+}
