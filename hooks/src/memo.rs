@@ -10,6 +10,7 @@ use crate::contract::{Nested, ObjectSpans, SameObject};
 use crate::delete_graph::plan::PlanMemo;
 use crate::pki::PkiMemo;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate, RequestError};
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -278,43 +279,87 @@ impl<R: DecodedRequest> DecodedRequests<R> {
             // request already under this key.
             return answer(&crate::contract::decode(body)?);
         }
-        let nearby = self.kept.most_recent(Self::NEARBY);
-        if let Some(kept) = nearby.iter().find(|kept| kept.decodes_as(body)) {
-            return answer(kept.decoded.request());
+        // Where the objects of the body are, if a kept request it was compared with tells.
+        let mut spans = OnceLock::new();
+        for kept in self.kept.most_recent(Self::NEARBY) {
+            match kept.compare(body) {
+                Nearby::Same => return answer(kept.decoded.request()),
+                Nearby::Moved { at, grown } => {
+                    if spans.get().is_none() {
+                        let moved = kept.spans().map(|s| s.moved(at, grown));
+                        spans = OnceLock::from(moved);
+                    }
+                }
+                Nearby::Apart => {}
+            }
         }
         let kept = Arc::new(KeptRequest {
             decoded: R::decode(body.into())?,
-            spans: OnceLock::new(),
+            spans,
         });
         self.kept.store(key, Arc::clone(&kept), 2 * body.len());
         answer(kept.decoded.request())
     }
 }
 
+/// How a request compares with a kept one.
+enum Nearby {
+    /// It decodes to the kept request.
+    Same,
+    /// It differs from the kept request only inside the value at `at` of its spans (an object
+    /// that decodes differently, or a top-level field), which is one JSON value in it too,
+    /// `grown` bytes longer.
+    Moved { at: usize, grown: isize },
+    /// Anything else.
+    Apart,
+}
+
 impl<R: DecodedRequest> KeptRequest<R> {
-    /// Whether `body`, which differs from this request's bytes, differs only inside one object
-    /// whose text there decodes to the value it has here: then `body` decodes to this request.
-    fn decodes_as(&self, body: &[u8]) -> bool {
+    /// Where this request's objects are; found the first time they are asked for.
+    fn spans(&self) -> Option<&ObjectSpans> {
+        let sections = <R::Request<'_> as SameObject<'_>>::SECTIONS;
+        let bytes = self.decoded.bytes();
+        self.spans
+            .get_or_init(|| ObjectSpans::of(bytes, &sections))
+            .as_ref()
+    }
+
+    /// How `body`, which differs from this request's bytes, compares with it. Bodies that
+    /// differ in more than half their bytes are apart without looking for objects.
+    fn compare(&self, body: &[u8]) -> Nearby {
         let kept = self.decoded.bytes();
         let (start, kept_end, body_end) = differing(kept, body);
-        let sections = <R::Request<'_> as SameObject<'_>>::SECTIONS;
-        let spans = self.spans.get_or_init(|| ObjectSpans::of(kept, &sections));
-        let Some(span) = spans.as_ref().and_then(|s| s.containing(start, kept_end)) else {
-            return false;
+        if 2 * (kept_end - start).max(body_end - start) > kept.len() {
+            return Nearby::Apart;
+        }
+        let Some((at, span)) = self.spans().and_then(|s| s.containing(start, kept_end)) else {
+            return Nearby::Apart;
         };
-        // The object's text in `body`: the same start, its end moved by the change of length.
+        // The value's text in `body`: the same start, its end moved by the change of length.
         let end = span.end + body_end - kept_end;
         let (Ok(was), Ok(now)) = (
             std::str::from_utf8(&kept[span.start..span.end]),
             std::str::from_utf8(&body[span.start..end]),
         ) else {
-            return false;
+            return Nearby::Apart;
         };
-        let (was, now) = (
-            Nested::new(span.section, was),
-            Nested::new(span.section, now),
-        );
-        <R::Request<'_> as SameObject<'_>>::same_object(span, &was, &now)
+        let moved = Nearby::Moved {
+            at,
+            grown: body_end as isize - kept_end as isize,
+        };
+        let Some(section) = span.section else {
+            // A top-level field's value: one JSON value, or not.
+            return match serde_json::from_str::<IgnoredAny>(now) {
+                Ok(_) => moved,
+                Err(_) => Nearby::Apart,
+            };
+        };
+        let (was, now) = (Nested::new(section, was), Nested::new(section, now));
+        match <R::Request<'_> as SameObject<'_>>::same_object(section, &span.type_key, &was, &now) {
+            Some(true) => Nearby::Same,
+            Some(false) => moved,
+            None => Nearby::Apart,
+        }
     }
 }
 
@@ -527,6 +572,96 @@ mod tests {
             let (got, from) = specs(&memo, &changed);
             assert_eq!(got, read);
             assert_ne!(from, kept);
+        }
+    }
+
+    #[test]
+    fn a_request_decoded_after_a_change_inside_one_value_knows_where_its_objects_are() {
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let body = request(("x", 1), ("y", 1));
+        specs(&memo, &body);
+        // A spec the hook reads, then the finalizing field: each decoded, and kept with the
+        // spans of the request it was compared with, moved: where its objects are.
+        let text = String::from_utf8(body.clone()).unwrap();
+        for changed in [
+            request(("x", 1), ("longer", 1)),
+            text.replace("false}", "true}").into_bytes(),
+        ] {
+            specs(&memo, &changed);
+            let kept = memo.kept.recall(&fingerprint(&changed)).unwrap();
+            let moved = kept.spans.get().expect("spans moved, not looked for");
+            let sections = <Specs as SameObject>::SECTIONS;
+            assert_eq!(moved, &ObjectSpans::of(&changed, &sections));
+        }
+        // Another parent's request differs in more than half its bytes: apart, without
+        // looking for the kept request's objects.
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        specs(&memo, &body);
+        specs(
+            &memo,
+            br#"{"parent":{"metadata":{"name":"q"}},"children":{}}"#,
+        );
+        let first = memo.kept.recall(&fingerprint(&body)).unwrap();
+        assert!(first.spans.get().is_none());
+    }
+
+    /// Where a fixture's objects are after one byte of it is changed, added or taken out
+    /// (`edit` 0, 1, 2 at `at`), as a kept copy of the fixture works them out when it can.
+    fn moved_and_found<R: DecodedRequest>(body: &[u8], at: usize, edit: u8, byte: u8) {
+        let mut changed = body.to_vec();
+        match edit {
+            0 => changed[at] = byte,
+            1 => changed.insert(at, byte),
+            _ => drop(changed.remove(at)),
+        }
+        let kept = KeptRequest {
+            decoded: R::decode(body.into()).unwrap(),
+            spans: OnceLock::new(),
+        };
+        if let Nearby::Moved { at, grown } = kept.compare(&changed) {
+            let moved = kept.spans().unwrap().moved(at, grown);
+            let sections = <R::Request<'_> as SameObject<'_>>::SECTIONS;
+            assert_eq!(Some(moved), ObjectSpans::of(&changed, &sections));
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Spans moved from a kept request's are those of the changed request, found afresh.
+        #[test]
+        fn moved_spans_are_where_the_objects_are(
+            which in 0..4usize,
+            at in proptest::prelude::any::<proptest::sample::Index>(),
+            edit in 0..3u8,
+            byte in proptest::sample::select(b"0a\" {}[],:\\x".to_vec()),
+        ) {
+            let fixture = |path: &str| {
+                let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+                std::fs::read(root.join(path)).unwrap()
+            };
+            match which {
+                0 => {
+                    let body = fixture("delete-graph/sync-chain-all-running.request.json");
+                    let at = at.index(body.len());
+                    moved_and_found::<delete_graph::DecodedSync>(&body, at, edit, byte);
+                }
+                1 => {
+                    let body = fixture("app-discovery/sync-multi-service-due-creates-app.request.json");
+                    let at = at.index(body.len());
+                    moved_and_found::<app_discovery::DecodedSync>(&body, at, edit, byte);
+                }
+                2 => {
+                    let body = fixture("cert-rotation/sync-step1-reuses-leaves-byte-identical.request.json");
+                    let at = at.index(body.len());
+                    moved_and_found::<cert_rotation::DecodedSync>(&body, at, edit, byte);
+                }
+                _ => {
+                    let body = fixture("mesh-root-certificate/sync-active-signing.request.json");
+                    let at = at.index(body.len());
+                    moved_and_found::<mesh_root_certificate::DecodedSync>(&body, at, edit, byte);
+                }
+            }
         }
     }
 

@@ -229,7 +229,7 @@ macro_rules! object_maps {
                 type_key: &str,
                 old: &'de $crate::contract::Nested,
                 new: &'de $crate::contract::Nested,
-            ) -> bool {
+            ) -> Option<bool> {
                 $(
                     if type_key == $key {
                         return $crate::contract::decodes_same::<$ty>(old, new);
@@ -237,7 +237,10 @@ macro_rules! object_maps {
                 )*
                 // Another type key: skipped, or in a map the hook answers for refused (so no
                 // request kept has an object there).
-                !$answered && $crate::contract::decodes_same::<serde::de::IgnoredAny>(old, new)
+                if $answered {
+                    return None;
+                }
+                $crate::contract::decodes_same::<serde::de::IgnoredAny>(old, new)
             }
         }
     };

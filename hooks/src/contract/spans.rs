@@ -7,7 +7,10 @@
 //! That is exact, not a guess: the two bodies are the same bytes before and after the object,
 //! and the new object's text is one JSON value, so the new body is JSON wherever the old one
 //! was, with the same value in every place but that one; and there it decodes, at the depth it
-//! has in the request (serde_json limits nesting), to a value equal to the old object's.
+//! has in the request (serde_json limits nesting), to a value equal to the old object's. For
+//! the same reason, where the objects of such a body are follows from where they are in the
+//! old one ([`ObjectSpans::moved`]), also when that one value decodes differently or is the
+//! value of a top-level field that holds no objects (the `controller`).
 
 use super::{named, CompositeRequest, DecoratorRequest, Named, ObjectMap};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -16,6 +19,7 @@ use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// The part of a request an object is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,18 +45,20 @@ impl Section {
 /// The fields of a request that hold objects, with their sections.
 pub type Sections = [(&'static str, Section); 3];
 
-/// One object of a request: where it is and the bytes of its text.
+/// One object of a request, or the value of a top-level field that holds none: where it is
+/// and the bytes of its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectSpan {
-    pub section: Section,
-    /// Its type key (`Pod.v1`); empty for the parent.
-    pub type_key: Box<str>,
+    /// `None` for a top-level field's value.
+    pub section: Option<Section>,
+    /// Its type key (`Pod.v1`); empty for the parent and a field.
+    pub type_key: Arc<str>,
     pub start: usize,
     pub end: usize,
 }
 
-/// The objects of a request, in the order of its text.
-#[derive(Debug, Default)]
+/// The objects and top-level field values of a request, in the order of its text.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ObjectSpans(Vec<ObjectSpan>);
 
 impl ObjectSpans {
@@ -72,15 +78,32 @@ impl ObjectSpans {
         Some(ObjectSpans(spans))
     }
 
-    /// The object whose text holds the bytes `start..end`.
-    pub fn containing(&self, start: usize, end: usize) -> Option<&ObjectSpan> {
-        let after = self.0.partition_point(|span| span.start <= start);
-        let span = self.0.get(after.checked_sub(1)?)?;
-        (end <= span.end).then_some(span)
+    /// The object or field value whose text holds the bytes `start..end`, and its place.
+    pub fn containing(&self, start: usize, end: usize) -> Option<(usize, &ObjectSpan)> {
+        let at = self
+            .0
+            .partition_point(|span| span.start <= start)
+            .checked_sub(1)?;
+        let span = &self.0[at];
+        (end <= span.end).then_some((at, span))
+    }
+
+    /// The spans of a body that differs from this one's only inside the value at `at`, whose
+    /// text there is one JSON value `grown` bytes longer (or shorter, when negative).
+    pub fn moved(&self, at: usize, grown: isize) -> Self {
+        let shift = |offset: usize| offset.saturating_add_signed(grown);
+        let mut spans = self.0.clone();
+        if let Some(span) = spans.get_mut(at) {
+            span.end = shift(span.end);
+        }
+        for span in spans.iter_mut().skip(at + 1) {
+            (span.start, span.end) = (shift(span.start), shift(span.end));
+        }
+        ObjectSpans(spans)
     }
 }
 
-/// Collects the spans of one request's objects.
+/// Collects the spans of one request's objects and top-level field values.
 struct Top<'s> {
     sections: &'s Sections,
     /// Where the request's text starts in memory: a span is where its raw text starts from it.
@@ -89,11 +112,11 @@ struct Top<'s> {
 }
 
 impl Top<'_> {
-    fn push(&mut self, section: Section, type_key: &str, raw: &RawValue) {
+    fn push(&mut self, section: Option<Section>, type_key: &Arc<str>, raw: &RawValue) {
         let start = (raw.get().as_ptr() as usize).wrapping_sub(self.base);
         self.spans.push(ObjectSpan {
             section,
-            type_key: type_key.into(),
+            type_key: Arc::clone(type_key),
             start,
             end: start + raw.get().len(),
         });
@@ -107,17 +130,21 @@ impl<'de> Visitor<'de> for Top<'_> {
         f.write_str("a hook request")
     }
     fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        let no_type_key: Arc<str> = Arc::from("");
         while let Some(field) = map.next_key::<Cow<str>>()? {
             match self.sections.iter().find(|(name, _)| *name == field) {
                 Some(&(_, Section::Parent)) => {
                     let raw: &RawValue = map.next_value()?;
-                    self.push(Section::Parent, "", raw);
+                    self.push(Some(Section::Parent), &no_type_key, raw);
                 }
                 Some(&(_, section)) => map.next_value_seed(Groups {
                     section,
                     top: &mut self,
                 })?,
-                None => map.next_value::<IgnoredAny>().map(drop)?,
+                None => {
+                    let raw: &RawValue = map.next_value()?;
+                    self.push(None, &no_type_key, raw);
+                }
             }
         }
         Ok(())
@@ -157,7 +184,7 @@ impl<'de> Visitor<'de> for Groups<'_, '_> {
         while let Some(type_key) = map.next_key::<Cow<str>>()? {
             map.next_value_seed(Group {
                 section: self.section,
-                type_key: &type_key,
+                type_key: &Arc::from(type_key),
                 top: &mut *self.top,
             })?;
         }
@@ -168,7 +195,7 @@ impl<'de> Visitor<'de> for Groups<'_, '_> {
 /// The objects of one type key; `null` is none.
 struct Group<'k, 't, 's> {
     section: Section,
-    type_key: &'k str,
+    type_key: &'k Arc<str>,
     top: &'t mut Top<'s>,
 }
 
@@ -198,7 +225,7 @@ impl<'de> Visitor<'de> for Group<'_, '_, '_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while map.next_key::<IgnoredAny>()?.is_some() {
             let raw: &RawValue = map.next_value()?;
-            self.top.push(self.section, self.type_key, raw);
+            self.top.push(Some(self.section), self.type_key, raw);
         }
         Ok(())
     }
@@ -222,7 +249,7 @@ impl Nested {
     }
 
     /// The object decoded as its request decodes it (with [`named`]); `None` if it does not
-    /// decode.
+    /// decode, or is not one JSON value.
     fn decode<'a, T: Deserialize<'a> + Named>(&'a self) -> Option<T> {
         let mut de = serde_json::Deserializer::from_str(&self.text);
         let value = Unwrap::<T>(self.depth, PhantomData)
@@ -233,15 +260,13 @@ impl Nested {
     }
 }
 
-/// Whether two texts of one object decode, as their request decodes them, to equal values.
-pub fn decodes_same<'a, T>(old: &'a Nested, new: &'a Nested) -> bool
+/// Whether two texts of one object decode, as their request decodes them, to equal values;
+/// `None` if either does not decode.
+pub fn decodes_same<'a, T>(old: &'a Nested, new: &'a Nested) -> Option<bool>
 where
     T: Deserialize<'a> + Named + PartialEq,
 {
-    match (old.decode::<T>(), new.decode::<T>()) {
-        (Some(old), Some(new)) => old == new,
-        _ => false,
-    }
+    Some(old.decode::<T>()? == new.decode::<T>()?)
 }
 
 /// The one value inside `.0` arrays of one value each.
@@ -280,13 +305,19 @@ impl<'de, T: Deserialize<'de> + Named> Visitor<'de> for Unwrap<T> {
 pub trait SameObject<'a> {
     /// The request's fields that hold objects.
     const SECTIONS: Sections;
-    /// Whether the texts `old` and `new` of the object at `span` decode to equal values.
-    fn same_object(span: &ObjectSpan, old: &'a Nested, new: &'a Nested) -> bool;
+    /// Whether the texts `old` and `new` of an object of `section` and `type_key` decode to
+    /// equal values ([`decodes_same`]).
+    fn same_object(
+        section: Section,
+        type_key: &str,
+        old: &'a Nested,
+        new: &'a Nested,
+    ) -> Option<bool>;
 }
 
 /// An object map of a request, as [`SameObject`] for the objects of one type key.
 pub trait SameInGroup<'a> {
-    fn same_object(type_key: &str, old: &'a Nested, new: &'a Nested) -> bool;
+    fn same_object(type_key: &str, old: &'a Nested, new: &'a Nested) -> Option<bool>;
 }
 
 impl<'a, P, C, R> SameObject<'a> for CompositeRequest<P, C, R>
@@ -301,11 +332,16 @@ where
         ("related", Section::Related),
     ];
 
-    fn same_object(span: &ObjectSpan, old: &'a Nested, new: &'a Nested) -> bool {
-        match span.section {
+    fn same_object(
+        section: Section,
+        type_key: &str,
+        old: &'a Nested,
+        new: &'a Nested,
+    ) -> Option<bool> {
+        match section {
             Section::Parent => decodes_same::<P>(old, new),
-            Section::Children => C::same_object(&span.type_key, old, new),
-            Section::Related => R::same_object(&span.type_key, old, new),
+            Section::Children => C::same_object(type_key, old, new),
+            Section::Related => R::same_object(type_key, old, new),
         }
     }
 }
@@ -322,18 +358,23 @@ where
         ("related", Section::Related),
     ];
 
-    fn same_object(span: &ObjectSpan, old: &'a Nested, new: &'a Nested) -> bool {
-        match span.section {
+    fn same_object(
+        section: Section,
+        type_key: &str,
+        old: &'a Nested,
+        new: &'a Nested,
+    ) -> Option<bool> {
+        match section {
             Section::Parent => decodes_same::<T>(old, new),
-            Section::Children => A::same_object(&span.type_key, old, new),
-            Section::Related => R::same_object(&span.type_key, old, new),
+            Section::Children => A::same_object(type_key, old, new),
+            Section::Related => R::same_object(type_key, old, new),
         }
     }
 }
 
 /// Every object of an [`ObjectMap`] is a `T`.
 impl<'a, T: Deserialize<'a> + Named + PartialEq> SameInGroup<'a> for ObjectMap<T> {
-    fn same_object(_type_key: &str, old: &'a Nested, new: &'a Nested) -> bool {
+    fn same_object(_type_key: &str, old: &'a Nested, new: &'a Nested) -> Option<bool> {
         decodes_same::<T>(old, new)
     }
 }
@@ -346,46 +387,56 @@ mod tests {
 
     type Request<'a> = CompositeRequest<Object<'a>>;
 
-    fn spans(body: &str) -> Option<Vec<(Section, String, String)>> {
-        let sections = <Request as SameObject>::SECTIONS;
-        let spans = ObjectSpans::of(body.as_bytes(), &sections)?;
-        Some(
-            spans
-                .0
-                .iter()
-                .map(|s| {
-                    let text = body[s.start..s.end].to_owned();
-                    (s.section, s.type_key.to_string(), text)
-                })
-                .collect(),
-        )
+    fn sections_of_request() -> Sections {
+        <Request as SameObject>::SECTIONS
+    }
+
+    /// Each span of `body`: its section, type key and text.
+    fn spans(body: &str) -> Option<Vec<(Option<Section>, String, String)>> {
+        let spans = ObjectSpans::of(body.as_bytes(), &sections_of_request())?;
+        Some(texts(body, &spans))
+    }
+
+    fn texts(body: &str, spans: &ObjectSpans) -> Vec<(Option<Section>, String, String)> {
+        spans
+            .0
+            .iter()
+            .map(|s| {
+                let text = body[s.start..s.end].to_owned();
+                (s.section, s.type_key.to_string(), text)
+            })
+            .collect()
     }
 
     #[test]
-    fn every_object_is_found_with_its_section_and_type_key() {
+    fn every_object_and_field_value_is_found_with_its_section_and_type_key() {
         let body = r#"{"controller":{"a":{"b":1}}, "parent": {"p":1},
             "children":{"A.v1":{"x":{"c":1},"y":{"c":2}},"B.v1":null},
-            "related":{"A.v1":{"z": {"r":1} }, "A.v1":{"w":[]}}, "object":{"o":1}}"#;
+            "related":{"A.v1":{"z": {"r":1} }, "A.v1":{"w":[]}}, "finalizing":false}"#;
         let found = spans(body).unwrap();
         let want = [
-            (Section::Parent, "", r#"{"p":1}"#),
-            (Section::Children, "A.v1", r#"{"c":1}"#),
-            (Section::Children, "A.v1", r#"{"c":2}"#),
-            (Section::Related, "A.v1", r#"{"r":1}"#),
-            (Section::Related, "A.v1", "[]"),
+            (None, "", r#"{"a":{"b":1}}"#),
+            (Some(Section::Parent), "", r#"{"p":1}"#),
+            (Some(Section::Children), "A.v1", r#"{"c":1}"#),
+            (Some(Section::Children), "A.v1", r#"{"c":2}"#),
+            (Some(Section::Related), "A.v1", r#"{"r":1}"#),
+            (Some(Section::Related), "A.v1", "[]"),
+            (None, "", "false"),
         ];
         let found: Vec<_> = found
             .iter()
             .map(|(s, k, t)| (*s, k.as_str(), t.as_str()))
             .collect();
         assert_eq!(found, want);
-        // A decorator's object and attachments.
+        // A decorator's: its object and attachments, a composite's parent and children are
+        // fields.
+        let body = r#"{"object":{"o":1},"attachments":{"S.v1":{"s":{}}},"parent":{}}"#;
         let sections = <DecoratorRequest<Object> as SameObject>::SECTIONS;
         let decorator = ObjectSpans::of(body.as_bytes(), &sections).unwrap();
         let sections: Vec<_> = decorator.0.iter().map(|s| s.section).collect();
         assert_eq!(
             sections,
-            [Section::Related, Section::Related, Section::Parent]
+            [Some(Section::Parent), Some(Section::Children), None]
         );
         // Not a request of object maps, not JSON, not UTF-8: none.
         assert!(spans(r#"{"children":[1]}"#).is_none());
@@ -393,20 +444,17 @@ mod tests {
         assert!(ObjectSpans::of(b"{\"parent\":\"\xff\"}", &sections_of_request()).is_none());
     }
 
-    fn sections_of_request() -> Sections {
-        <Request as SameObject>::SECTIONS
-    }
-
     #[test]
-    fn the_containing_object_holds_the_whole_range() {
+    fn the_containing_value_holds_the_whole_range() {
         let body = r#"{"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}}}}"#;
         let spans = ObjectSpans::of(body.as_bytes(), &sections_of_request()).unwrap();
         let x = body.find(r#"{"c":1}"#).unwrap();
         let y = body.find(r#"{"c":2}"#).unwrap();
-        let found = |start, end| spans.containing(start, end).map(|s| s.start);
-        assert_eq!(found(x, x + 7), Some(x));
-        assert_eq!(found(x + 5, x + 6), Some(x));
-        assert_eq!(found(y + 1, y + 7), Some(y));
+        let found = |start, end| spans.containing(start, end).map(|(at, s)| (at, s.start));
+        assert_eq!(found(x, x + 7), Some((1, x)));
+        assert_eq!(found(x + 5, x + 6), Some((1, x)));
+        assert_eq!(found(y + 1, y + 7), Some((2, y)));
+        assert_eq!(found(10, 11), Some((0, 10)));
         // Past its end, across two objects, before the first.
         assert_eq!(found(x + 5, x + 8), None);
         assert_eq!(found(x + 5, y + 1), None);
@@ -414,15 +462,32 @@ mod tests {
     }
 
     #[test]
+    fn moved_spans_are_those_of_the_changed_body() {
+        let body = r#"{"controller":{"g":1},"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}}}}"#;
+        let spans = ObjectSpans::of(body.as_bytes(), &sections_of_request()).unwrap();
+        for (was, now, at) in [
+            (r#"{"g":1}"#, r#"{"g":1234}"#, 0),
+            (r#"{"c":1}"#, r#"{ "c" : [1, 2] }"#, 2),
+            (r#"{"c":2}"#, r#"{}"#, 3),
+            (r#"{"p":1}"#, r#"{"p":{"q":"r"}}"#, 1),
+        ] {
+            let changed = body.replace(was, now);
+            let grown = now.len() as isize - was.len() as isize;
+            let moved = spans.moved(at, grown);
+            assert_eq!(
+                texts(&changed, &moved),
+                super::tests::spans(&changed).unwrap()
+            );
+        }
+    }
+
+    #[test]
     fn an_object_is_decoded_at_the_depth_it_has_in_its_request() {
         // serde_json refuses 128 nested values. A child is the fourth value in, so a spec of
         // 123 nested arrays decodes there and one of 124 does not, though alone it would.
         let nested = |n: usize| {
-            format!(
-                r#"{{"metadata":{{"name":"a"}},"spec":{}1{}}}"#,
-                "[".repeat(n),
-                "]".repeat(n)
-            )
+            let (open, close) = ("[".repeat(n), "]".repeat(n));
+            format!(r#"{{"metadata":{{"name":"a"}},"spec":{open}1{close}}}"#)
         };
         type Child<'a> = Object<'a, Json<'a>>;
         let child = |n| {
@@ -437,9 +502,9 @@ mod tests {
         assert!(alone.spec.as_array().is_some());
         // The same in a whole request.
         let request = |n: usize| {
+            let child = nested(n);
             format!(
-                r#"{{"parent":{{"metadata":{{"name":"p"}}}},"children":{{"A.v1":{{"a":{}}}}}}}"#,
-                nested(n)
+                r#"{{"parent":{{"metadata":{{"name":"p"}}}},"children":{{"A.v1":{{"a":{child}}}}}}}"#
             )
         };
         type WithChildren<'a> = CompositeRequest<Object<'a>, crate::contract::ObjectMap<Child<'a>>>;
@@ -465,13 +530,16 @@ mod tests {
             decodes_same::<Object>(&old, &new)
         };
         let a = r#"{"metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1}}"#;
-        assert!(same(a, a));
-        assert!(same(a, &a.replace(r#""1""#, r#""2""#)));
-        assert!(same(a, &format!(" {a}\n")));
-        assert!(!same(a, &a.replace(r#""name":"a""#, r#""name":"b""#)));
-        // Not one value, not JSON, without a name: never the same.
-        assert!(!same(a, &format!("{a},{a}")));
-        assert!(!same(a, &a.replace('}', "")));
-        assert!(!same(a, &a.replace(r#""name":"a""#, r#""name":"""#)));
+        assert_eq!(same(a, a), Some(true));
+        assert_eq!(same(a, &a.replace(r#""1""#, r#""2""#)), Some(true));
+        assert_eq!(same(a, &format!(" {a}\n")), Some(true));
+        assert_eq!(
+            same(a, &a.replace(r#""name":"a""#, r#""name":"b""#)),
+            Some(false)
+        );
+        // Not one value, not JSON, without a name: they do not decode.
+        assert_eq!(same(a, &format!("{a},{a}")), None);
+        assert_eq!(same(a, &a.replace('}', "")), None);
+        assert_eq!(same(a, &a.replace(r#""name":"a""#, r#""name":"""#)), None);
     }
 }
