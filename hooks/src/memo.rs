@@ -279,16 +279,15 @@ impl<R: DecodedRequest> DecodedRequests<R> {
             // request already under this key.
             return answer(&crate::contract::decode(body)?);
         }
-        // Where the objects of the body are, if a kept request it was compared with tells.
+        // Where the objects of the body are, if the kept request it was compared with tells:
+        // then it is the one the body came from, and older ones are not looked at.
         let mut spans = OnceLock::new();
         for kept in self.kept.most_recent(Self::NEARBY) {
             match kept.compare(body) {
                 Nearby::Same => return answer(kept.decoded.request()),
                 Nearby::Moved { at, grown } => {
-                    if spans.get().is_none() {
-                        let moved = kept.spans().map(|s| s.moved(at, grown));
-                        spans = OnceLock::from(moved);
-                    }
+                    spans = OnceLock::from(kept.spans().map(|s| s.moved(at, grown)));
+                    break;
                 }
                 Nearby::Apart => {}
             }
