@@ -6,7 +6,7 @@
 # on a shared machine, so two builds can be compared one change apart. Each figure is the cost of
 # one more request after the first two: (count for 2 + RUNS requests - count for 2) / RUNS, so
 # that start-up and the memo work of the first syncs (cert-rotation's certificate checks,
-# delete-graph's spec plan, the request decoded and kept the second time it comes; the memos are
+# delete-graph's spec plan, the request decoded and kept the first time it comes; the memos are
 # then warm, as on a resync) are left out. "changed" counts the same with the request decoded on
 # every sync, as when something in it changed but not the spec or the certificates
 # (`hook_loop ... changed`).

@@ -1,17 +1,21 @@
 //! Runs one hook on one request file a given number of times, as the server does (registry
 //! lookup, real clock, OS randomness, one set of memos shared between the runs), and prints
-//! the total size of the answers. The request is kept decoded the second time it comes, so from
-//! the third run on it is found kept, as on a resync of a parent that has not changed; with
-//! `changed` after the count every run decodes it, as for a request that changed (the other
-//! memos still shared); with `cold` every run starts with empty memos, as the first sync after a
-//! start (cert-rotation then checks its CAs and every leaf). With `floor`
-//! instead of a hook id it runs the benches' floor on the same bytes: parse into
-//! `serde_json::Value` and serialize it back; with `scan`, serde_json walking the bytes and
-//! keeping nothing. Meant for `valgrind --tool=callgrind`, whose instruction count is the same
-//! from run to run on a noisy machine, and for perf; docs/BENCHMARKS.md gives the commands.
+//! the total size of the answers. The request is kept decoded the first time it comes, so from
+//! the second run on it is found kept, as on a resync of a parent that has not changed. After
+//! the count: with `nearby` each run's request differs from the first in a child's
+//! `resourceVersion`, which no hook reads, and is answered from the kept one (`make bench-load`'s
+//! `VARY=1`); with `outside` each differs from the one before outside every object (a
+//! generation in the controller), so it is decoded and kept (`VARY=2`); with `changed` every run
+//! decodes it and keeps nothing, as for a request whose read fields changed (the other memos
+//! still shared); with `cold` every run starts with empty memos, as the first sync after a start
+//! (cert-rotation then checks its CAs and every leaf). With `floor` instead of a hook id it runs
+//! the benches' floor on the same bytes: parse into `serde_json::Value` and serialize it back;
+//! with `scan`, serde_json walking the bytes and keeping nothing. Meant for `valgrind
+//! --tool=callgrind`, whose instruction count is the same from run to run on a noisy machine,
+//! and for perf; docs/BENCHMARKS.md gives the commands.
 //!
 //! Usage: hook_loop <hook id, e.g. delete-graph/sync, or floor, or scan> <request.json> <runs>
-//! [changed | cold]
+//! [nearby | outside | changed | cold]
 
 use metahooks_hooks::memo::Memo;
 use metahooks_hooks::registry::{find, HookContext};
@@ -21,22 +25,43 @@ use metahooks_hooks::registry::{find, HookContext};
 enum Memos {
     /// One set for every run.
     Shared,
+    /// One set, each run's request another child's `resourceVersion` away from the first.
+    Nearby,
+    /// One set, each run's request another controller generation away from the one before.
+    Outside,
     /// One set, but no request kept decoded.
     Changed,
     /// A new set for each run.
     Cold,
 }
 
+/// The request of run `run` (under 1,000), as `memos` has it differ from `body`.
+fn request_of(body: &[u8], run: usize, memos: &Memos) -> Result<Vec<u8>, String> {
+    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
+    let (marker, insert) = match memos {
+        Memos::Nearby => (r#""resourceVersion":""#, format!("{run:03}")),
+        Memos::Outside => (r#""controller":{"#, format!(r#""generation":{run},"#)),
+        _ => return Ok(body.to_vec()),
+    };
+    let at = text
+        .find(marker)
+        .ok_or_else(|| format!("the request has no {marker}"))?
+        + marker.len();
+    Ok([&body[..at], insert.as_bytes(), &body[at..]].concat())
+}
+
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (id, path, runs, memos) = match args.as_slice() {
         [id, path, runs] => (id, path, runs, Memos::Shared),
+        [id, path, runs, memos] if memos == "nearby" => (id, path, runs, Memos::Nearby),
+        [id, path, runs, memos] if memos == "outside" => (id, path, runs, Memos::Outside),
         [id, path, runs, memos] if memos == "changed" => (id, path, runs, Memos::Changed),
         [id, path, runs, memos] if memos == "cold" => (id, path, runs, Memos::Cold),
         _ => {
             return Err(
                 "usage: hook_loop <hook id | floor | scan> <request.json> <runs> \
-                 [changed | cold]"
+                 [nearby | outside | changed | cold]"
                     .into(),
             )
         }
@@ -62,7 +87,11 @@ fn main() -> Result<(), String> {
             Memo::default()
         };
         let mut rng = rand_core::OsRng;
-        for _ in 0..runs {
+        // At most 1,000 requests, taken in turn: the 256 kept are long gone when one comes again.
+        let requests = (0..runs.min(1000))
+            .map(|run| request_of(&body, run, &memos))
+            .collect::<Result<Vec<_>, _>>()?;
+        for body in requests.iter().cycle().take(runs) {
             let fresh = (memos == Memos::Cold).then(Memo::default);
             let memo = fresh.as_ref().unwrap_or(&shared);
             let mut ctx = HookContext {
@@ -71,7 +100,7 @@ fn main() -> Result<(), String> {
                 memo,
             };
             let output =
-                (hook.run)(&body, &mut ctx).map_err(|e| format!("{}: {}", e.path, e.message))?;
+                (hook.run)(body, &mut ctx).map_err(|e| format!("{}: {}", e.path, e.message))?;
             answered += output.body.len();
         }
     }
