@@ -25,8 +25,8 @@ pub struct Memo {
 }
 
 impl Memo {
-    /// Memos that keep no decoded request, as when every request changed (in something other
-    /// than the spec or the certificates): for the benches and `hook_loop`.
+    /// Memos that keep no decoded request, as when every request changed in something the hook
+    /// reads (other than the spec or the certificates): for the benches and `hook_loop`.
     pub fn keeping_no_requests() -> Self {
         Memo {
             requests: Requests::none(),
@@ -250,8 +250,8 @@ impl<R> DecodedRequests<R> {
         }
     }
 
-    /// A memo that keeps nothing, but fingerprints each request it could keep, as a request
-    /// not seen before costs.
+    /// A memo that keeps nothing, but fingerprints, decodes and copies each request it could
+    /// keep, as a request that is not near a kept one costs.
     pub const fn none() -> Self {
         Self::new(0, Self::BYTES)
     }
@@ -410,7 +410,7 @@ pub struct Requests {
 }
 
 impl Requests {
-    /// Keeps no request: every sync decodes its body, as a request not seen before does.
+    /// Keeps no request: every sync decodes its body, as a request not near a kept one does.
     pub const fn none() -> Self {
         Requests {
             app_discovery: DecodedRequests::none(),

@@ -137,8 +137,9 @@ impl<'de> Visitor<'de> for Top<'_> {
                     let raw: &RawValue = map.next_value()?;
                     self.push(Some(Section::Parent), &no_type_key, raw);
                 }
-                Some(&(_, section)) => map.next_value_seed(Groups {
+                Some(&(_, section)) => map.next_value_seed(ObjectMapSpans {
                     section,
+                    type_key: None,
                     top: &mut self,
                 })?,
                 None => {
@@ -151,13 +152,15 @@ impl<'de> Visitor<'de> for Top<'_> {
     }
 }
 
-/// An object map, `{"<type key>": {"<key>": object}}`; `null` maps are empty.
-struct Groups<'t, 's> {
+/// An object map, `{"<type key>": {"<key>": object}}` (`type_key` `None`), or the objects of
+/// one type key in it; a `null` map is empty.
+struct ObjectMapSpans<'k, 't, 's> {
     section: Section,
+    type_key: Option<&'k Arc<str>>,
     top: &'t mut Top<'s>,
 }
 
-impl<'de> DeserializeSeed<'de> for Groups<'_, '_> {
+impl<'de> DeserializeSeed<'de> for ObjectMapSpans<'_, '_, '_> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -165,11 +168,11 @@ impl<'de> DeserializeSeed<'de> for Groups<'_, '_> {
     }
 }
 
-impl<'de> Visitor<'de> for Groups<'_, '_> {
+impl<'de> Visitor<'de> for ObjectMapSpans<'_, '_, '_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a map from type key to objects")
+        f.write_str("an object map")
     }
     fn visit_none<E: de::Error>(self) -> Result<(), E> {
         Ok(())
@@ -181,51 +184,19 @@ impl<'de> Visitor<'de> for Groups<'_, '_> {
         d.deserialize_map(self)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(type_key) = map.next_key::<Cow<str>>()? {
-            map.next_value_seed(Group {
-                section: self.section,
-                type_key: &Arc::from(type_key),
-                top: &mut *self.top,
-            })?;
-        }
-        Ok(())
-    }
-}
-
-/// The objects of one type key; `null` is none.
-struct Group<'k, 't, 's> {
-    section: Section,
-    type_key: &'k Arc<str>,
-    top: &'t mut Top<'s>,
-}
-
-impl<'de> DeserializeSeed<'de> for Group<'_, '_, '_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_option(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Group<'_, '_, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a map from object key to object")
-    }
-    fn visit_none<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let Some(type_key) = self.type_key else {
+            while let Some(type_key) = map.next_key::<Cow<str>>()? {
+                map.next_value_seed(ObjectMapSpans {
+                    section: self.section,
+                    type_key: Some(&Arc::from(type_key)),
+                    top: &mut *self.top,
+                })?;
+            }
+            return Ok(());
+        };
         while map.next_key::<IgnoredAny>()?.is_some() {
             let raw: &RawValue = map.next_value()?;
-            self.top.push(Some(self.section), self.type_key, raw);
+            self.top.push(Some(self.section), type_key, raw);
         }
         Ok(())
     }
@@ -320,57 +291,40 @@ pub trait SameInGroup<'a> {
     fn same_object(type_key: &str, old: &'a Nested, new: &'a Nested) -> Option<bool>;
 }
 
-impl<'a, P, C, R> SameObject<'a> for CompositeRequest<P, C, R>
-where
-    P: Deserialize<'a> + Named + PartialEq,
-    C: SameInGroup<'a>,
-    R: SameInGroup<'a>,
-{
-    const SECTIONS: Sections = [
-        ("parent", Section::Parent),
-        ("children", Section::Children),
-        ("related", Section::Related),
-    ];
+/// Implements [`SameObject`] for a request type with a parent (or target) `P` in the field
+/// `$parent`, children (or attachments) `C` in `$children`, and related objects `R`.
+macro_rules! same_object {
+    ($request:ident, $parent:literal, $children:literal) => {
+        impl<'a, P, C, R> SameObject<'a> for $request<P, C, R>
+        where
+            P: Deserialize<'a> + Named + PartialEq,
+            C: SameInGroup<'a>,
+            R: SameInGroup<'a>,
+        {
+            const SECTIONS: Sections = [
+                ($parent, Section::Parent),
+                ($children, Section::Children),
+                ("related", Section::Related),
+            ];
 
-    fn same_object(
-        section: Section,
-        type_key: &str,
-        old: &'a Nested,
-        new: &'a Nested,
-    ) -> Option<bool> {
-        match section {
-            Section::Parent => decodes_same::<P>(old, new),
-            Section::Children => C::same_object(type_key, old, new),
-            Section::Related => R::same_object(type_key, old, new),
+            fn same_object(
+                section: Section,
+                type_key: &str,
+                old: &'a Nested,
+                new: &'a Nested,
+            ) -> Option<bool> {
+                match section {
+                    Section::Parent => decodes_same::<P>(old, new),
+                    Section::Children => C::same_object(type_key, old, new),
+                    Section::Related => R::same_object(type_key, old, new),
+                }
+            }
         }
-    }
+    };
 }
 
-impl<'a, T, A, R> SameObject<'a> for DecoratorRequest<T, A, R>
-where
-    T: Deserialize<'a> + Named + PartialEq,
-    A: SameInGroup<'a>,
-    R: SameInGroup<'a>,
-{
-    const SECTIONS: Sections = [
-        ("object", Section::Parent),
-        ("attachments", Section::Children),
-        ("related", Section::Related),
-    ];
-
-    fn same_object(
-        section: Section,
-        type_key: &str,
-        old: &'a Nested,
-        new: &'a Nested,
-    ) -> Option<bool> {
-        match section {
-            Section::Parent => decodes_same::<T>(old, new),
-            Section::Children => A::same_object(type_key, old, new),
-            Section::Related => R::same_object(type_key, old, new),
-        }
-    }
-}
+same_object!(CompositeRequest, "parent", "children");
+same_object!(DecoratorRequest, "object", "attachments");
 
 /// Every object of an [`ObjectMap`] is a `T`.
 impl<'a, T: Deserialize<'a> + Named + PartialEq> SameInGroup<'a> for ObjectMap<T> {
