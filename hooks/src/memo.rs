@@ -553,7 +553,7 @@ mod tests {
         let text = String::from_utf8(body.clone()).unwrap();
         for changed in [
             text.replace(r#""spec":"y""#, r#""spec" : "y""#),
-            text.replace(r#""spec":"y""#, r#""spec":"y""#),
+            text.replace(r#""spec":"y""#, r#""spec":"\u0079""#),
         ] {
             assert_eq!(specs(&memo, changed.as_bytes()).1, kept);
         }
