@@ -665,6 +665,42 @@ mod tests {
     }
 
     #[test]
+    fn a_body_that_grew_or_shrank_by_more_than_half_is_apart_without_looking() {
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let body = request(("x", 1), ("y", 1));
+        specs(&memo, &body);
+        // One spec, grown by more than the whole request: decoded, and the kept request's
+        // objects are not looked for.
+        let long = "z".repeat(body.len());
+        assert_eq!(
+            specs(&memo, &request(("x", 1), (&long, 1))).0,
+            ["x", long.as_str()]
+        );
+        let kept = memo.kept.recall(&fingerprint(&body)).unwrap();
+        assert!(kept.spans.get().is_none());
+        // Compared with the long one, the short one shrank by more than half: the same.
+        specs(&memo, &request(("x", 1), ("w", 1)));
+        let long = memo
+            .kept
+            .recall(&fingerprint(&request(("x", 1), (&long, 1))))
+            .unwrap();
+        assert!(long.spans.get().is_none());
+    }
+
+    #[test]
+    fn memos_keeping_no_requests_keep_none() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+        let body =
+            std::fs::read(root.join("app-discovery/sync-new-rollout-updates-app.request.json"));
+        let body = body.unwrap();
+        for (memo, kept) in [(Memo::keeping_no_requests(), 0), (Memo::default(), 1)] {
+            let requests = &memo.requests.app_discovery;
+            requests.with_request(&body, |_| Ok(())).unwrap();
+            assert_eq!(requests.kept.len(), kept);
+        }
+    }
+
+    #[test]
     fn a_nearby_request_that_does_not_decode_is_the_decoders_error() {
         let memo = DecodedRequests::<DecodedSpecs>::default();
         let body = String::from_utf8(request(("x", 1), ("y", 1))).unwrap();

@@ -496,4 +496,25 @@ mod tests {
         assert_eq!(same(a, &a.replace('}', "")), None);
         assert_eq!(same(a, &a.replace(r#""name":"a""#, r#""name":"""#)), None);
     }
+
+    #[test]
+    fn raw_values_compare_by_their_text() {
+        use crate::contract::{RawJson, RawString, Text};
+        type Raw<'a> =
+            Object<'a, Option<RawJson<'a>>, std::collections::BTreeMap<Text<'a>, RawString<'a>>>;
+        let same = |old: &str, new: &str| {
+            let (old, new) = (
+                Nested::new(Section::Children, old),
+                Nested::new(Section::Children, new),
+            );
+            decodes_same::<Raw>(&old, &new)
+        };
+        let a = r#"{"metadata":{"name":"a"},"spec":{"x":[1]},"status":{"k":"djE="}}"#;
+        assert_eq!(same(a, &a.replace("\"name\"", " \"name\"")), Some(true));
+        assert_eq!(same(a, &a.replace("[1]", "[2]")), Some(false));
+        assert_eq!(same(a, &a.replace("djE=", "djI=")), Some(false));
+        // The same value written otherwise is another text.
+        assert_eq!(same(a, &a.replace("[1]", "[ 1 ]")), Some(false));
+        assert_eq!(same(a, &a.replace("djE=", "dj\\u0045=")), Some(false));
+    }
 }
