@@ -159,7 +159,7 @@ pub(crate) fn made_from(parts: &[Option<&[u8]>]) -> Vec<u8> {
     bytes
 }
 
-/// A hook's sync request decoded from bytes it keeps; [`decoded_request!`] declares one.
+/// A hook's sync request decoded from bytes it keeps; `decoded_request!` declares one.
 pub trait DecodedRequest: Sized + Send + Sync {
     /// The request, borrowing from the bytes it is decoded from.
     type Request<'a>: Deserialize<'a> + SameObject<'a>
@@ -215,7 +215,7 @@ pub(crate) use decoded_request;
 /// When something of the parent changes, the next request usually differs from the last one
 /// inside one object only, often in nothing the hook reads (a `resourceVersion`,
 /// `managedFields`, a status field). Such a request is answered from the kept one when that
-/// object's two texts decode to equal values ([`crate::contract::spans`]); it is looked for
+/// object's two texts decode to equal values ([`SameObject`]); it is looked for
 /// among the [`Self::NEARBY`] most recently used. Any other request is decoded, and kept.
 ///
 /// Bounded: the [`Self::CAPACITY`] most recently used, and [`Self::BYTES`] between them, each
