@@ -365,30 +365,37 @@ impl<R: DecodedRequest> KeptRequest<R> {
 /// Where `a` and `b` differ: the length of their common prefix, then the ends in each of what
 /// lies between it and their common suffix (which does not overlap the prefix).
 fn differing(a: &[u8], b: &[u8]) -> (usize, usize, usize) {
-    const CHUNK: usize = 256;
-    let same = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let shortest = a.len().min(b.len());
-    let mut prefix = 0;
-    while prefix + CHUNK <= shortest && a[prefix..prefix + CHUNK] == b[prefix..prefix + CHUNK] {
-        prefix += CHUNK;
-    }
-    prefix += same(&a[prefix..shortest], &b[prefix..shortest]);
-    let (a_rest, b_rest) = (&a[prefix..], &b[prefix..]);
-    let rest = a_rest.len().min(b_rest.len());
-    let mut suffix = 0;
-    while suffix + CHUNK <= rest
-        && a_rest[a_rest.len() - suffix - CHUNK..a_rest.len() - suffix]
-            == b_rest[b_rest.len() - suffix - CHUNK..b_rest.len() - suffix]
-    {
-        suffix += CHUNK;
-    }
-    suffix += a_rest[..a_rest.len() - suffix]
-        .iter()
-        .rev()
-        .zip(b_rest[..b_rest.len() - suffix].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
+    let prefix = common_prefix(a, b);
+    let suffix = common_suffix(&a[prefix..], &b[prefix..]);
     (prefix, a.len() - suffix, b.len() - suffix)
+}
+
+/// Bytes compared a run at a time (one `memcmp`) before the run that differs is looked into.
+const RUN: usize = 256;
+
+/// How many bytes `a` and `b` start with alike.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let runs = a.chunks_exact(RUN).zip(b.chunks_exact(RUN));
+    let alike = runs.take_while(|(x, y)| x == y).count() * RUN;
+    alike
+        + a[alike..]
+            .iter()
+            .zip(&b[alike..])
+            .take_while(|(x, y)| x == y)
+            .count()
+}
+
+/// How many bytes `a` and `b` end with alike.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let runs = a.rchunks_exact(RUN).zip(b.rchunks_exact(RUN));
+    let alike = runs.take_while(|(x, y)| x == y).count() * RUN;
+    let (a, b) = (&a[..a.len() - alike], &b[..b.len() - alike]);
+    alike
+        + a.iter()
+            .rev()
+            .zip(b.iter().rev())
+            .take_while(|(x, y)| x == y)
+            .count()
 }
 
 impl<R> std::fmt::Debug for DecodedRequests<R> {
@@ -801,6 +808,11 @@ mod tests {
         assert_eq!(differing(&long, &changed), (1000, 1001, 1001));
         changed.insert(300, 7);
         assert_eq!(differing(&long, &changed), (300, 1001, 1002));
+        // Different at both ends: the last run differs too.
+        let mut ends = long.clone();
+        ends[0] = 255;
+        ends[1999] = 255;
+        assert_eq!(differing(&long, &ends), (0, 2000, 2000));
     }
 
     #[test]

@@ -418,7 +418,7 @@ mod tests {
     #[test]
     fn moved_spans_are_those_of_the_changed_body() {
         let body = r#"{"controller":{"g":1},"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}}}}"#;
-        let spans = ObjectSpans::of(body.as_bytes(), &sections_of_request()).unwrap();
+        let kept = ObjectSpans::of(body.as_bytes(), &sections_of_request()).unwrap();
         for (was, now, at) in [
             (r#"{"g":1}"#, r#"{"g":1234}"#, 0),
             (r#"{"c":1}"#, r#"{ "c" : [1, 2] }"#, 2),
@@ -427,11 +427,8 @@ mod tests {
         ] {
             let changed = body.replace(was, now);
             let grown = now.len() as isize - was.len() as isize;
-            let moved = spans.moved(at, grown);
-            assert_eq!(
-                texts(&changed, &moved),
-                super::tests::spans(&changed).unwrap()
-            );
+            let moved = kept.moved(at, grown);
+            assert_eq!(texts(&changed, &moved), spans(&changed).unwrap());
         }
     }
 
@@ -444,13 +441,9 @@ mod tests {
             format!(r#"{{"metadata":{{"name":"a"}},"spec":{open}1{close}}}"#)
         };
         type Child<'a> = Object<'a, Json<'a>>;
-        let child = |n| {
-            Nested::new(Section::Children, &nested(n))
-                .decode::<Child>()
-                .is_some()
-        };
-        assert!(child(123));
-        assert!(!child(124));
+        let decodes_in = |section, n| Nested::new(section, &nested(n)).decode::<Child>().is_some();
+        assert!(decodes_in(Section::Children, 123));
+        assert!(!decodes_in(Section::Children, 124));
         let deep = nested(124);
         let alone: Child = serde_json::from_str(&deep).unwrap();
         assert!(alone.spec.as_array().is_some());
@@ -465,13 +458,8 @@ mod tests {
         assert!(serde_json::from_str::<WithChildren>(&request(123)).is_ok());
         assert!(serde_json::from_str::<WithChildren>(&request(124)).is_err());
         // A parent is the second.
-        let parent = |n| {
-            Nested::new(Section::Parent, &nested(n))
-                .decode::<Child>()
-                .is_some()
-        };
-        assert!(parent(125));
-        assert!(!parent(126));
+        assert!(decodes_in(Section::Parent, 125));
+        assert!(!decodes_in(Section::Parent, 126));
     }
 
     #[test]
