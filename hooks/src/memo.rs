@@ -6,7 +6,7 @@
 //! only inside one object, whose two texts decode to equal values, decodes to the kept request
 //! ([`DecodedRequests`]).
 
-use crate::contract::{Nested, ObjectSpans, SameObject};
+use crate::contract::{Nested, ObjectSpans, ObjectWise, Section};
 use crate::delete_graph::plan::PlanMemo;
 use crate::pki::PkiMemo;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate, RequestError};
@@ -162,25 +162,88 @@ pub(crate) fn made_from(parts: &[Option<&[u8]>]) -> Vec<u8> {
 /// A hook's sync request decoded from bytes it keeps; `decoded_request!` declares one.
 pub trait DecodedRequest: Sized + Send + Sync {
     /// The request, borrowing from the bytes it is decoded from.
-    type Request<'a>: Deserialize<'a> + SameObject<'a>
+    type Request<'a>: Deserialize<'a> + ObjectWise<'a> + Clone
     where
         Self: 'a;
     /// Decodes `bytes` as [`crate::contract::decode`] does, keeping them.
     fn decode(bytes: Box<[u8]>) -> Result<Self, RequestError>;
-    /// The bytes it was decoded from.
-    fn bytes(&self) -> &[u8];
+    /// The request `splice` decodes to ([`Splice::request`]); `None` if one of its objects
+    /// does not decode.
+    fn splice(splice: Splice<Self>) -> Option<Self>;
+    /// What the request borrows from.
+    fn source(&self) -> &Source<Self>;
     /// The request decoded from [`Self::bytes`].
     fn request(&self) -> &Self::Request<'_>;
+
+    /// The bytes it was decoded from.
+    fn bytes(&self) -> &[u8] {
+        self.source().bytes()
+    }
+}
+
+/// What a decoded request borrows from: its body, decoded whole, or a [`Splice`].
+pub enum Source<R> {
+    Whole(Box<[u8]>),
+    Spliced(Splice<R>),
+}
+
+impl<R> Source<R> {
+    /// The body of the request.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Source::Whole(bytes) => bytes,
+            Source::Spliced(splice) => &splice.body,
+        }
+    }
+}
+
+/// A body that differs from the one `base` was decoded from only inside some of its objects,
+/// each of them one JSON value in both bodies: it decodes to `base`'s request with those objects
+/// decoded from their texts in the body. `base` was decoded whole.
+pub struct Splice<R> {
+    base: Arc<R>,
+    body: Box<[u8]>,
+    objects: Vec<SplicedObject>,
+}
+
+/// An object of a [`Splice`], decoded from its text in the body.
+struct SplicedObject {
+    /// Its place in the request's spans.
+    at: usize,
+    section: Section,
+    type_key: Arc<str>,
+    /// Its place among the objects of its section and type key.
+    ordinal: usize,
+    text: Nested,
+}
+
+impl<R: DecodedRequest> Splice<R> {
+    /// `base`'s request, cloned, with each object decoded from its text; `None` if one does not
+    /// decode.
+    pub fn request(&self) -> Option<R::Request<'_>> {
+        let mut request = self.base.request().clone();
+        for object in &self.objects {
+            let SplicedObject {
+                section,
+                type_key,
+                ordinal,
+                text,
+                ..
+            } = object;
+            request.replace_object(*section, type_key, *ordinal, text)?;
+        }
+        Some(request)
+    }
 }
 
 /// Declares `$name`: a `$request` (a request type with one lifetime, borrowing from the body)
-/// together with the bytes it was decoded from, for [`DecodedRequests`].
+/// together with what it was decoded from, for [`DecodedRequests`].
 macro_rules! decoded_request {
     ($(#[$doc:meta])* $name:ident, $request:ident) => {
         self_cell::self_cell!(
             $(#[$doc])*
             pub struct $name {
-                owner: Box<[u8]>,
+                owner: $crate::memo::Source<$name>,
                 #[covariant]
                 dependent: $request,
             }
@@ -190,10 +253,20 @@ macro_rules! decoded_request {
             type Request<'a> = $request<'a>;
 
             fn decode(bytes: Box<[u8]>) -> Result<Self, $crate::RequestError> {
-                Self::try_new(bytes, |bytes| $crate::contract::decode(bytes))
+                let source = $crate::memo::Source::Whole(bytes);
+                Self::try_new(source, |source| $crate::contract::decode(source.bytes()))
             }
 
-            fn bytes(&self) -> &[u8] {
+            fn splice(splice: $crate::memo::Splice<Self>) -> Option<Self> {
+                let source = $crate::memo::Source::Spliced(splice);
+                Self::try_new(source, |source| match source {
+                    $crate::memo::Source::Spliced(splice) => splice.request().ok_or(()),
+                    $crate::memo::Source::Whole(_) => Err(()),
+                })
+                .ok()
+            }
+
+            fn source(&self) -> &$crate::memo::Source<Self> {
                 self.borrow_owner()
             }
 
@@ -215,7 +288,7 @@ pub(crate) use decoded_request;
 /// When something of the parent changes, the next request usually differs from the last one
 /// inside one object only, often in nothing the hook reads (a `resourceVersion`,
 /// `managedFields`, a status field). Such a request is answered from the kept one when that
-/// object's two texts decode to equal values ([`SameObject`]); it is looked for
+/// object's two texts decode to equal values ([`ObjectWise`]); it is looked for
 /// among the [`Self::NEARBY`] most recently used. Any other request is decoded, and kept.
 ///
 /// Bounded: the [`Self::CAPACITY`] most recently used, and [`Self::BYTES`] between them, each
@@ -228,7 +301,7 @@ pub struct DecodedRequests<R> {
 
 /// A decoded request, with where its objects are once a request was compared with it.
 struct KeptRequest<R> {
-    decoded: R,
+    decoded: Arc<R>,
     spans: OnceLock<Option<ObjectSpans>>,
 }
 
@@ -279,25 +352,50 @@ impl<R: DecodedRequest> DecodedRequests<R> {
             // request already under this key.
             return answer(&crate::contract::decode(body)?);
         }
-        // Where the objects of the body are, if the kept request it was compared with tells:
-        // then it is the one the body came from, and older ones are not looked at.
-        let mut spans = OnceLock::new();
+        // The kept request the body differs from inside one value, if one of the most recent
+        // is: then older ones are not looked at.
+        let mut nearest = None;
         for kept in self.kept.most_recent(Self::NEARBY) {
             match kept.compare(body) {
                 Nearby::Same => return answer(kept.decoded.request()),
                 Nearby::Moved { at, grown } => {
-                    spans = OnceLock::from(kept.spans().map(|s| s.moved(at, grown)));
+                    nearest = Some((kept, at, grown));
                     break;
                 }
                 Nearby::Apart => {}
             }
         }
+        // Then where the body's objects are follows from where the kept request's are, and
+        // when the value is an object, the body is the kept request with objects decoded anew.
+        let (spliced, spans) = match nearest {
+            Some((kept, at, grown)) => {
+                let spans = kept.spans().map(|s| s.moved(at, grown));
+                let spliced = spans.as_ref().and_then(|s| kept.splice(body, at, s));
+                (spliced, OnceLock::from(spans))
+            }
+            None => (None, OnceLock::new()),
+        };
+        let decoded = match spliced {
+            Some(decoded) => decoded,
+            None => R::decode(body.into())?,
+        };
+        let size = Self::counted_size(&decoded);
         let kept = Arc::new(KeptRequest {
-            decoded: R::decode(body.into())?,
+            decoded: Arc::new(decoded),
             spans,
         });
-        self.kept.store(key, Arc::clone(&kept), 2 * body.len());
+        self.kept.store(key, Arc::clone(&kept), size);
         answer(kept.decoded.request())
+    }
+
+    /// What a kept request counts for against the bound: twice its text, and for a splice twice
+    /// its base's too (kept for as long as the splice is, even once dropped from the memo).
+    fn counted_size(decoded: &R) -> usize {
+        let base = match decoded.source() {
+            Source::Whole(_) => 0,
+            Source::Spliced(splice) => splice.base.bytes().len(),
+        };
+        2 * (decoded.bytes().len() + base)
     }
 }
 
@@ -316,7 +414,7 @@ enum Nearby {
 impl<R: DecodedRequest> KeptRequest<R> {
     /// Where this request's objects are; found the first time they are asked for.
     fn spans(&self) -> Option<&ObjectSpans> {
-        let sections = <R::Request<'_> as SameObject<'_>>::SECTIONS;
+        let sections = <R::Request<'_> as ObjectWise<'_>>::SECTIONS;
         let bytes = self.decoded.bytes();
         self.spans
             .get_or_init(|| ObjectSpans::of(bytes, &sections))
@@ -354,11 +452,52 @@ impl<R: DecodedRequest> KeptRequest<R> {
             };
         };
         let (was, now) = (Nested::new(section, was), Nested::new(section, now));
-        match <R::Request<'_> as SameObject<'_>>::same_object(section, &span.type_key, &was, &now) {
+        match <R::Request<'_> as ObjectWise<'_>>::same_object(section, &span.type_key, &was, &now) {
             Some(true) => Nearby::Same,
             Some(false) => moved,
             None => Nearby::Apart,
         }
+    }
+}
+
+impl<R: DecodedRequest> KeptRequest<R> {
+    /// The request of `body`, which differs from this one only inside the object at `at` of
+    /// `spans` (where the objects of `body` are): the request this one was spliced from (or
+    /// this one) with that object and those spliced before decoded from their texts in `body`.
+    /// `None` when one does not decode, or their texts make up more than half the body.
+    fn splice(&self, body: &[u8], at: usize, spans: &ObjectSpans) -> Option<R> {
+        let (base, mut places) = match self.decoded.source() {
+            Source::Whole(_) => (Arc::clone(&self.decoded), Vec::new()),
+            Source::Spliced(splice) => {
+                let places = splice.objects.iter().map(|o| o.at).collect();
+                (Arc::clone(&splice.base), places)
+            }
+        };
+        if !places.contains(&at) {
+            places.push(at);
+        }
+        let mut objects = Vec::with_capacity(places.len());
+        let mut spliced_bytes = 0;
+        for at in places {
+            let (section, span, ordinal) = spans.object(at)?;
+            let text = std::str::from_utf8(body.get(span.start..span.end)?).ok()?;
+            spliced_bytes += text.len();
+            objects.push(SplicedObject {
+                at,
+                section,
+                type_key: Arc::clone(&span.type_key),
+                ordinal,
+                text: Nested::new(section, text),
+            });
+        }
+        if 2 * spliced_bytes > body.len() {
+            return None;
+        }
+        R::splice(Splice {
+            base,
+            body: body.into(),
+            objects,
+        })
     }
 }
 
@@ -596,7 +735,7 @@ mod tests {
             specs(&memo, &changed);
             let kept = memo.kept.recall(&fingerprint(&changed)).unwrap();
             let moved = kept.spans.get().expect("spans moved, not looked for");
-            let sections = <Specs as SameObject>::SECTIONS;
+            let sections = <Specs as ObjectWise>::SECTIONS;
             assert_eq!(moved, &ObjectSpans::of(&changed, &sections));
         }
         // Another parent's request differs in more than half its bytes: apart, without
@@ -611,6 +750,66 @@ mod tests {
         assert!(first.spans.get().is_none());
     }
 
+    /// The places of the objects decoded anew in the request `memo` keeps for `body`, whose
+    /// base is `base`; `None` if it was decoded whole.
+    fn spliced(
+        memo: &DecodedRequests<DecodedSpecs>,
+        body: &[u8],
+        base: &Arc<DecodedSpecs>,
+    ) -> Option<Vec<usize>> {
+        let kept = memo.kept.recall(&fingerprint(body)).unwrap();
+        let plain = crate::contract::decode::<Specs>(body).unwrap();
+        assert_eq!(kept.decoded.request(), &plain);
+        let Source::Spliced(splice) = kept.decoded.source() else {
+            return None;
+        };
+        assert!(Arc::ptr_eq(&splice.base, base));
+        Some(splice.objects.iter().map(|o| o.at).collect())
+    }
+
+    #[test]
+    fn a_request_that_differs_inside_objects_is_the_kept_one_with_those_decoded_anew() {
+        // The parent padded, so that both children make up less than half the body.
+        let padded = |body: Vec<u8>| {
+            let pad = format!(r#""namespace":"n","pad":"{}""#, "p".repeat(300));
+            let text = String::from_utf8(body).unwrap();
+            text.replace(r#""namespace":"n""#, &pad).into_bytes()
+        };
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let body = padded(request(("x", 1), ("y", 1)));
+        specs(&memo, &body);
+        let base = Arc::clone(&memo.kept.recall(&fingerprint(&body)).unwrap().decoded);
+        // Child b (place 2, after the parent and a), then a, then b again: each request is the
+        // first one with the children changed since decoded anew from the new body.
+        for (a, b, places) in [
+            (("x", 1), ("longer", 1), [2].as_slice()),
+            (("w", 1), ("longer", 1), &[2, 1]),
+            (("w", 1), ("v", 2), &[2, 1]),
+        ] {
+            let changed = padded(request(a, b));
+            assert_eq!(specs(&memo, &changed).0, [a.0, b.0]);
+            assert_eq!(spliced(&memo, &changed, &base).as_deref(), Some(places));
+        }
+        // Without the padding the two children are more than half the body: the second
+        // request is decoded whole, and the next one spliced from it.
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let body = request(("x", 1), ("y", 1));
+        specs(&memo, &body);
+        let base = Arc::clone(&memo.kept.recall(&fingerprint(&body)).unwrap().decoded);
+        let one = request(("x", 1), ("z", 1));
+        specs(&memo, &one);
+        assert_eq!(spliced(&memo, &one, &base), Some(vec![2]));
+        let two = request(("w", 1), ("z", 1));
+        assert_eq!(specs(&memo, &two).0, ["w", "z"]);
+        assert_eq!(spliced(&memo, &two, &base), None);
+        // A top-level field's value is no object: decoded whole.
+        let text = String::from_utf8(two.clone()).unwrap();
+        let finalizing = text.replace("false}", "true}").into_bytes();
+        let base = Arc::clone(&memo.kept.recall(&fingerprint(&two)).unwrap().decoded);
+        specs(&memo, &finalizing);
+        assert_eq!(spliced(&memo, &finalizing, &base), None);
+    }
+
     /// Where a fixture's objects are after one byte of it is changed, added or taken out
     /// (`edit` 0, 1, 2 at `at`), as a kept copy of the fixture works them out when it can.
     fn moved_and_found<R: DecodedRequest>(body: &[u8], at: usize, edit: u8, byte: u8) {
@@ -621,12 +820,12 @@ mod tests {
             _ => drop(changed.remove(at)),
         }
         let kept = KeptRequest {
-            decoded: R::decode(body.into()).unwrap(),
+            decoded: Arc::new(R::decode(body.into()).unwrap()),
             spans: OnceLock::new(),
         };
         if let Nearby::Moved { at, grown } = kept.compare(&changed) {
             let moved = kept.spans().unwrap().moved(at, grown);
-            let sections = <R::Request<'_> as SameObject<'_>>::SECTIONS;
+            let sections = <R::Request<'_> as ObjectWise<'_>>::SECTIONS;
             assert_eq!(Some(moved), ObjectSpans::of(&changed, &sections));
         }
     }
@@ -756,7 +955,7 @@ mod tests {
         // Another request of the same length kept under body's key, as a fingerprint collision
         // would leave it.
         let collided = Arc::new(KeptRequest {
-            decoded: DecodedSpecs::decode(request(("a", 1), ("y", 1)).into()).unwrap(),
+            decoded: Arc::new(DecodedSpecs::decode(request(("a", 1), ("y", 1)).into()).unwrap()),
             spans: OnceLock::new(),
         });
         memo.kept.store(key, Arc::clone(&collided), 10);
@@ -776,16 +975,24 @@ mod tests {
             assert_eq!(specs(&none, &body).0, ["x", "y"]);
         }
         assert_eq!(none.kept.len(), 0);
-        // Room for two requests as counted, not three.
+        // Room for two requests as counted, not three (each decoded whole: both objects differ).
         let two = DecodedRequests::<DecodedSpecs>::new(10, 2 * size);
         for spec in ["a", "b", "c"] {
-            specs(&two, &request((spec, 1), ("y", 1)));
+            specs(&two, &request((spec, 1), (spec, 1)));
         }
         assert_eq!(two.kept.len(), 2);
         assert!(two
             .kept
-            .recall(&fingerprint(&request(("a", 1), ("y", 1))))
+            .recall(&fingerprint(&request(("a", 1), ("a", 1))))
             .is_none());
+        // A splice counts its base's text as well: room for a request and a splice of it as
+        // counted, and not one byte less.
+        for (room, kept) in [(3 * size, 2), (3 * size - 1, 1)] {
+            let memo = DecodedRequests::<DecodedSpecs>::new(10, room);
+            specs(&memo, &body);
+            specs(&memo, &request(("z", 1), ("y", 1)));
+            assert_eq!(memo.kept.len(), kept);
+        }
         // A request larger than half the bound is decoded and not kept.
         let small = DecodedRequests::<DecodedSpecs>::new(10, size - 1);
         for _ in 0..2 {

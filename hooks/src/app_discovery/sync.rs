@@ -23,7 +23,7 @@ pub const APP_TYPE: &str = "keptn.sh/app-type";
 const METACONTROLLER_PREFIX: &str = "metacontroller.k8s.io/";
 const DEFAULT_TIMEOUT: u64 = 30;
 
-#[derive(Debug, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self", rename_all = "camelCase")]
 pub struct AppDiscoverySpec<'a> {
     #[serde(default, borrow)]
@@ -33,7 +33,7 @@ pub struct AppDiscoverySpec<'a> {
 }
 
 /// Of the previous status only the conditions are read (for their transition times).
-#[derive(Debug, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self")]
 pub struct AppDiscoveryStatus {
     #[serde(default)]
@@ -45,7 +45,7 @@ pub type AppDiscovery<'a> = Object<'a, AppDiscoverySpec<'a>, AppDiscoveryStatus>
 /// A KACR or a KeptnApp: spec kept whole, its strings borrowed (it is re-emitted as observed).
 pub type KeptnObject<'a> = Object<'a, Json<'a>>;
 
-#[derive(Debug, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self")]
 pub struct WorkloadSpec<'a> {
     #[serde(default, borrow)]

@@ -23,7 +23,7 @@ pub const LABEL_MANAGER: &str = "metahooks.dev/certificate-manager";
 pub const ANNOTATION_SIGNING: &str = "metahooks.dev/signing-issuer";
 pub const ANNOTATION_VALIDATING: &str = "metahooks.dev/validating-issuer";
 
-#[derive(Debug, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self", rename_all = "camelCase")]
 pub struct ManagerStatus<'a> {
     #[serde(default, borrow, deserialize_with = "crate::contract::lenient_string")]

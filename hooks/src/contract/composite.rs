@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// `Related` are the decoded object maps: `Children` an `object_maps!` `kept struct` (objects of
 /// a type the hook does not keep are refused), `Related` an `object_maps!` struct or an
 /// [`ObjectMap<T>`]. The defaults decode nothing of either.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(remote = "Self")]
 #[serde(bound(
     deserialize = "Parent: Deserialize<'de> + super::Named, Children: Deserialize<'de> + Default, Related: Deserialize<'de> + Default"

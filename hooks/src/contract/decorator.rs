@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 /// The body Metacontroller POSTs to a decorator `sync` or `finalize` hook: the target is
 /// `object`, its children are `attachments` (an `object_maps!` `kept struct`, as a composite's
 /// `children`).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(remote = "Self")]
 #[serde(bound(
     deserialize = "Target: Deserialize<'de> + super::Named, Attachments: Deserialize<'de> + Default, Related: Deserialize<'de> + Default"

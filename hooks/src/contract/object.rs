@@ -11,7 +11,7 @@ use std::fmt;
 
 /// An object with a typed `spec`, `status` and `metadata`; everything else (managedFields, ...)
 /// is skipped. `metadata` is [`ObjectMeta`] unless only the object's name and namespace are
-/// read ([`NameMeta`]). Objects compare as what was decoded of them (see [`super::SameObject`]).
+/// read ([`NameMeta`]). Objects compare as what was decoded of them (see [`super::ObjectWise`]).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self", rename_all = "camelCase")]
 #[serde(bound(deserialize = "'de: 'a, Spec: Deserialize<'de> + Default, \

@@ -14,7 +14,7 @@ use std::marker::PhantomData;
 /// Every type key of an object map, each object decoded as a `T`. For the objects a hook
 /// answers for (`children`, `attachments`) use an `object_maps!` `kept struct` instead: a hook
 /// that reads some type keys of an `ObjectMap` leaves the objects of the others out of its answer.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ObjectMap<T> {
     groups: BTreeMap<String, Vec<T>>,
 }
@@ -32,6 +32,11 @@ impl<T> ObjectMap<T> {
     /// order of the request; empty when the key is absent.
     pub fn get(&self, type_key: &str) -> &[T] {
         self.groups.get(type_key).map_or(&[], Vec::as_slice)
+    }
+
+    /// The `ordinal`th object of one type key.
+    pub(super) fn get_mut(&mut self, type_key: &str, ordinal: usize) -> Option<&mut T> {
+        self.groups.get_mut(type_key)?.get_mut(ordinal)
     }
 
     pub fn len(&self) -> usize {
@@ -185,7 +190,7 @@ macro_rules! object_maps {
         $($field:ident : $ty:ty = $key:expr),* $(,)?
     }) => {
         $(#[$meta])*
-        #[derive(Debug, Default)]
+        #[derive(Debug, Clone, Default, PartialEq)]
         $vis struct $name $(<$lt>)? {
             $(pub $field: Vec<$ty>,)*
         }
@@ -224,7 +229,7 @@ macro_rules! object_maps {
             }
         }
 
-        impl<'de $(: $lt, $lt)?> $crate::contract::SameInGroup<'de> for $name $(<$lt>)? {
+        impl<'de $(: $lt, $lt)?> $crate::contract::GroupWise<'de> for $name $(<$lt>)? {
             fn same_object(
                 type_key: &str,
                 old: &'de $crate::contract::Nested,
@@ -241,6 +246,24 @@ macro_rules! object_maps {
                     return None;
                 }
                 $crate::contract::decodes_same::<serde::de::IgnoredAny>(old, new)
+            }
+
+            fn replace_object(
+                &mut self,
+                type_key: &str,
+                ordinal: usize,
+                new: &'de $crate::contract::Nested,
+            ) -> Option<()> {
+                $(
+                    if type_key == $key {
+                        return new.decode_into(self.$field.get_mut(ordinal));
+                    }
+                )*
+                // Another type key: nothing of its objects is kept (see `same_object`).
+                if $answered {
+                    return None;
+                }
+                new.decode::<serde::de::IgnoredAny>().map(|_| ())
             }
         }
     };

@@ -88,6 +88,18 @@ impl ObjectSpans {
         (end <= span.end).then_some((at, span))
     }
 
+    /// The object at `at`, with its place among the objects of its section and type key (as
+    /// [`ObjectWise::replace_object`] counts them); `None` for a top-level field's value.
+    pub fn object(&self, at: usize) -> Option<(Section, &ObjectSpan, usize)> {
+        let span = self.0.get(at)?;
+        let section = span.section?;
+        let ordinal = self.0[..at]
+            .iter()
+            .filter(|s| s.section == span.section && s.type_key == span.type_key)
+            .count();
+        Some((section, span, ordinal))
+    }
+
     /// The spans of a body that differs from this one's only inside the value at `at`, whose
     /// text there is one JSON value `grown` bytes longer (or shorter, when negative).
     pub fn moved(&self, at: usize, grown: isize) -> Self {
@@ -221,13 +233,22 @@ impl Nested {
 
     /// The object decoded as its request decodes it (with [`named`]); `None` if it does not
     /// decode, or is not one JSON value.
-    fn decode<'a, T: Deserialize<'a> + Named>(&'a self) -> Option<T> {
+    pub fn decode<'a, T: Deserialize<'a> + Named>(&'a self) -> Option<T> {
         let mut de = serde_json::Deserializer::from_str(&self.text);
         let value = Unwrap::<T>(self.depth, PhantomData)
             .deserialize(&mut de)
             .ok()?;
         de.end().ok()?;
         Some(value)
+    }
+
+    /// The object decoded into `place`; `None` if there is no place or it does not decode.
+    pub fn decode_into<'a, T: Deserialize<'a> + Named>(
+        &'a self,
+        place: Option<&mut T>,
+    ) -> Option<()> {
+        *place? = self.decode()?;
+        Some(())
     }
 }
 
@@ -272,8 +293,9 @@ impl<'de, T: Deserialize<'de> + Named> Visitor<'de> for Unwrap<T> {
     }
 }
 
-/// A request whose objects can be decoded one at a time, as the request decodes them.
-pub trait SameObject<'a> {
+/// A request whose objects can be decoded one at a time, as the request decodes them: to tell
+/// whether two texts of one decode the same, or to put one decoded from its new text in place.
+pub trait ObjectWise<'a> {
     /// The request's fields that hold objects.
     const SECTIONS: Sections;
     /// Whether the texts `old` and `new` of an object of `section` and `type_key` decode to
@@ -284,22 +306,33 @@ pub trait SameObject<'a> {
         old: &'a Nested,
         new: &'a Nested,
     ) -> Option<bool>;
+    /// Puts the object decoded from `new` in place of the `ordinal`th object of `section` and
+    /// `type_key` (counted in the order of the text, over every map of that type key); `None`
+    /// if `new` does not decode or there is no such object.
+    fn replace_object(
+        &mut self,
+        section: Section,
+        type_key: &str,
+        ordinal: usize,
+        new: &'a Nested,
+    ) -> Option<()>;
 }
 
-/// An object map of a request, as [`SameObject`] for the objects of one type key.
-pub trait SameInGroup<'a> {
+/// An object map of a request, as [`ObjectWise`] for the objects of one type key.
+pub trait GroupWise<'a> {
     fn same_object(type_key: &str, old: &'a Nested, new: &'a Nested) -> Option<bool>;
+    fn replace_object(&mut self, type_key: &str, ordinal: usize, new: &'a Nested) -> Option<()>;
 }
 
-/// Implements [`SameObject`] for a request type with a parent (or target) `P` in the field
+/// Implements [`ObjectWise`] for a request type with a parent (or target) `P` in the field
 /// `$parent`, children (or attachments) `C` in `$children`, and related objects `R`.
-macro_rules! same_object {
-    ($request:ident, $parent:literal, $children:literal) => {
-        impl<'a, P, C, R> SameObject<'a> for $request<P, C, R>
+macro_rules! object_wise {
+    ($request:ident, $parent:literal $parent_field:ident, $children:literal $children_field:ident) => {
+        impl<'a, P, C, R> ObjectWise<'a> for $request<P, C, R>
         where
             P: Deserialize<'a> + Named + PartialEq,
-            C: SameInGroup<'a>,
-            R: SameInGroup<'a>,
+            C: GroupWise<'a>,
+            R: GroupWise<'a>,
         {
             const SECTIONS: Sections = [
                 ($parent, Section::Parent),
@@ -319,17 +352,37 @@ macro_rules! same_object {
                     Section::Related => R::same_object(type_key, old, new),
                 }
             }
+
+            fn replace_object(
+                &mut self,
+                section: Section,
+                type_key: &str,
+                ordinal: usize,
+                new: &'a Nested,
+            ) -> Option<()> {
+                match section {
+                    Section::Parent => new.decode_into(Some(&mut self.$parent_field)),
+                    Section::Children => {
+                        self.$children_field.replace_object(type_key, ordinal, new)
+                    }
+                    Section::Related => self.related.replace_object(type_key, ordinal, new),
+                }
+            }
         }
     };
 }
 
-same_object!(CompositeRequest, "parent", "children");
-same_object!(DecoratorRequest, "object", "attachments");
+object_wise!(CompositeRequest, "parent" parent, "children" children);
+object_wise!(DecoratorRequest, "object" object, "attachments" attachments);
 
 /// Every object of an [`ObjectMap`] is a `T`.
-impl<'a, T: Deserialize<'a> + Named + PartialEq> SameInGroup<'a> for ObjectMap<T> {
+impl<'a, T: Deserialize<'a> + Named + PartialEq> GroupWise<'a> for ObjectMap<T> {
     fn same_object(_type_key: &str, old: &'a Nested, new: &'a Nested) -> Option<bool> {
         decodes_same::<T>(old, new)
+    }
+
+    fn replace_object(&mut self, type_key: &str, ordinal: usize, new: &'a Nested) -> Option<()> {
+        new.decode_into(self.get_mut(type_key, ordinal))
     }
 }
 
@@ -342,7 +395,7 @@ mod tests {
     type Request<'a> = CompositeRequest<Object<'a>>;
 
     fn sections_of_request() -> Sections {
-        <Request as SameObject>::SECTIONS
+        <Request as ObjectWise>::SECTIONS
     }
 
     /// Each span of `body`: its section, type key and text.
@@ -385,7 +438,7 @@ mod tests {
         // A decorator's: its object and attachments, a composite's parent and children are
         // fields.
         let body = r#"{"object":{"o":1},"attachments":{"S.v1":{"s":{}}},"parent":{}}"#;
-        let sections = <DecoratorRequest<Object> as SameObject>::SECTIONS;
+        let sections = <DecoratorRequest<Object> as ObjectWise>::SECTIONS;
         let decorator = ObjectSpans::of(body.as_bytes(), &sections).unwrap();
         let sections: Vec<_> = decorator.0.iter().map(|s| s.section).collect();
         assert_eq!(

@@ -26,7 +26,7 @@ const POD_KEY: &str = "Pod.v1";
 pub type WorkloadSet<'a> = Object<'a, Option<RawJson<'a>>, WorkloadSetStatus<'a>>;
 
 /// The previous status: its conditions, and the parts a freeze copies back untouched.
-#[derive(Debug, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self", rename_all = "camelCase")]
 pub struct WorkloadSetStatus<'a> {
     #[serde(default)]
@@ -37,7 +37,7 @@ pub struct WorkloadSetStatus<'a> {
     pub delete_graph: Option<RawJson<'a>>,
 }
 
-#[derive(Debug, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self")]
 pub struct PodStatus<'a> {
     #[serde(default, borrow, deserialize_with = "lenient_string")]

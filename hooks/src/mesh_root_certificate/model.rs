@@ -22,7 +22,7 @@ pub use crate::meta::LABEL_MANAGED_BY as MANAGED_BY;
 pub const DEFAULT_TRUST_DOMAIN: &str = "cluster.local";
 const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
 
-#[derive(Debug, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self", rename_all = "camelCase")]
 pub struct MrcSpec<'a> {
     #[serde(default, borrow)]
@@ -35,7 +35,7 @@ pub struct MrcSpec<'a> {
     pub provider: Json<'a>,
 }
 
-#[derive(Debug, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self")]
 pub struct MrcStatus<'a> {
     #[serde(default, borrow, deserialize_with = "lenient_string")]
@@ -171,7 +171,7 @@ pub fn check_combination(in_use: &[Role]) -> Result<(), BadCombination> {
 
 /// A Secret or a ConfigMap: string data (base64 for Secrets), type for Secrets. The values stay
 /// in the request, as its raw JSON strings.
-#[derive(Debug, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self")]
 pub struct DataObject<'a> {
     #[serde(default, borrow, deserialize_with = "null_as_default")]
