@@ -13,8 +13,10 @@
 # threads), as when something changed in a child that the hook does not read: metahooks answers
 # it from the kept request once it has checked that the child decodes the same. VARY=2 makes
 # every request differ outside every object (a generation put in the controller counts up), so
-# that every request is decoded in full, as when a field the hook reads changed. The floors get
-# the same requests.
+# that every request is decoded in full. VARY=3 makes every request differ in a field the hooks
+# decode, the first object's metadata.generation (digits put in front of it count up), as when
+# something a hook reads changed in one object: metahooks decodes that object anew into a copy of
+# the kept request. The floors get the same requests.
 # Each (metahooks, echo, scan, naive) set runs ROUNDS times back to back; the table gives the median
 # of each figure and the median of the per-round ratios, so that a noisy moment of a shared
 # machine moves one round, not the result. Errors are summed over the rounds.
@@ -50,16 +52,20 @@ local f = io.open(os.getenv("BODY"), "rb")
 wrk.body = f:read("*all")
 f:close()
 local vary = os.getenv("VARY") or "0"
-if vary == "1" or vary == "2" then
+if vary == "1" or vary == "2" or vary == "3" then
   local head, tail
   if vary == "1" then
     local _, at = wrk.body:find('"resourceVersion":"184467"', 1, true)
     assert(at, "VARY=1 needs a resourceVersion of 184467 in the body")
     head, tail = wrk.body:sub(1, at - 7), wrk.body:sub(at)
-  else
+  elseif vary == "2" then
     local _, at = wrk.body:find('"controller":{', 1, true)
     assert(at, "VARY=2 needs a controller in the body")
     head, tail = wrk.body:sub(1, at) .. '"generation":', "," .. wrk.body:sub(at + 1)
+  else
+    local _, at = wrk.body:find('"generation":', 1, true)
+    assert(at, "VARY=3 needs a generation in the body")
+    head, tail = wrk.body:sub(1, at), wrk.body:sub(at + 1)
   end
   local threads, n = 0, 0
   setup = function(thread)
@@ -185,7 +191,8 @@ echo "servers pinned: ${server_cpu[*]:-no}; wrk pinned: ${client_cpu[*]:-no}; ${
 case "${VARY:-0}" in
   1) echo "requests: every one differs in a child's resourceVersion (VARY=1), which no hook reads;" ;;
   2) echo "requests: every one differs outside every object (VARY=2), so metahooks decodes every one;" ;;
-  *) echo "requests: the same body over and over, as on resyncs of a parent that has not changed (VARY=1 or 2 for changing ones)" ;;
+  3) echo "requests: every one differs in the first object's generation (VARY=3), which the hooks decode;" ;;
+  *) echo "requests: the same body over and over, as on resyncs of a parent that has not changed (VARY=1, 2 or 3 for changing ones)" ;;
 esac
 if [ "${VARY:-0}" != 0 ]; then
   echo "wrk builds each body, which lowers the echo floor it can drive: compare the CPU per request, not \"vs echo\""

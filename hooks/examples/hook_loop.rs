@@ -5,7 +5,9 @@
 //! the count: with `nearby` each run's request differs from the first in a child's
 //! `resourceVersion`, which no hook reads, and is answered from the kept one (`make bench-load`'s
 //! `VARY=1`); with `outside` each differs from the one before outside every object (a
-//! generation in the controller), so it is decoded and kept (`VARY=2`); with `changed` every run
+//! generation in the controller), so it is decoded and kept (`VARY=2`); with `read` each differs
+//! from the one before in the first object's `metadata.generation`, which the hooks decode, so
+//! it is the kept request with that object decoded anew (`VARY=3`); with `changed` every run
 //! decodes it and keeps nothing, as for a request whose read fields changed (the other memos
 //! still shared); with `cold` every run starts with empty memos, as the first sync after a start
 //! (cert-rotation then checks its CAs and every leaf). With `floor` instead of a hook id it runs
@@ -15,7 +17,7 @@
 //! and for perf; docs/BENCHMARKS.md gives the commands.
 //!
 //! Usage: hook_loop <hook id, e.g. delete-graph/sync, or floor, or scan> <request.json> <runs>
-//! [nearby | outside | changed | cold]
+//! [nearby | outside | read | changed | cold]
 
 use metahooks_hooks::memo::Memo;
 use metahooks_hooks::registry::{find, HookContext};
@@ -29,6 +31,9 @@ enum Memos {
     Nearby,
     /// One set, each run's request another controller generation away from the one before.
     Outside,
+    /// One set, each run's request another generation of the first object away from the one
+    /// before.
+    Read,
     /// One set, but no request kept decoded.
     Changed,
     /// A new set for each run.
@@ -41,6 +46,8 @@ fn request_of(body: &[u8], run: usize, memos: &Memos) -> Result<Vec<u8>, String>
     let (marker, insert) = match memos {
         Memos::Nearby => (r#""resourceVersion":""#, format!("{run:03}")),
         Memos::Outside => (r#""controller":{"#, format!(r#""generation":{run},"#)),
+        // Digits put in front of the generation's: a number that starts with 1.
+        Memos::Read => (r#""generation":"#, format!("1{run:03}")),
         _ => return Ok(body.to_vec()),
     };
     let at = text
@@ -56,12 +63,13 @@ fn main() -> Result<(), String> {
         [id, path, runs] => (id, path, runs, Memos::Shared),
         [id, path, runs, memos] if memos == "nearby" => (id, path, runs, Memos::Nearby),
         [id, path, runs, memos] if memos == "outside" => (id, path, runs, Memos::Outside),
+        [id, path, runs, memos] if memos == "read" => (id, path, runs, Memos::Read),
         [id, path, runs, memos] if memos == "changed" => (id, path, runs, Memos::Changed),
         [id, path, runs, memos] if memos == "cold" => (id, path, runs, Memos::Cold),
         _ => {
             return Err(
                 "usage: hook_loop <hook id | floor | scan> <request.json> <runs> \
-                 [nearby | outside | changed | cold]"
+                 [nearby | outside | read | changed | cold]"
                     .into(),
             )
         }
