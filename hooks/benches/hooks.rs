@@ -6,7 +6,7 @@
 
 mod requests;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use metahooks_hooks::memo::Memo;
 use metahooks_hooks::registry::{find, HookContext};
 use std::hint::black_box;
@@ -32,7 +32,9 @@ fn run_hook(id: &str, body: &[u8], memo: &Memo) -> Vec<u8> {
 /// of a parent that has not changed (`Warm`: the request is kept the first time it comes and
 /// found from then on); shared, each iteration's request differing from the kept one in a
 /// child's `resourceVersion`, which no hook reads (`Nearby`: answered from the kept request once
-/// that child is found to decode the same); shared but for the decoded requests, as when
+/// that child is found to decode the same); shared, each iteration's request differing from
+/// the one before in the first object's `metadata.generation`, which the hooks decode (`Read`:
+/// the kept request with that object decoded anew); shared but for the decoded requests, as when
 /// something the hook reads changed but not the spec or the certificates (`Changed`: every
 /// iteration decodes); or new for each iteration, as on the first sync after a start or after a
 /// spec change (`Cold`).
@@ -40,6 +42,7 @@ fn run_hook(id: &str, body: &[u8], memo: &Memo) -> Vec<u8> {
 enum MemoUse {
     Warm,
     Nearby,
+    Read,
     Changed,
     Cold,
 }
@@ -57,6 +60,19 @@ fn nearby_variants(body: &[u8]) -> Vec<Vec<u8>> {
             variant
         })
         .collect()
+}
+
+/// `body` with digits that make the `n`th of a million put in front of its first
+/// `metadata.generation` (a child's).
+fn read_variant(body: &[u8], n: usize) -> Vec<u8> {
+    let text = std::str::from_utf8(body).unwrap();
+    let at = text.find(r#""generation":"#).unwrap() + r#""generation":"#.len();
+    [
+        &body[..at],
+        format!("1{:06}", n % 1_000_000).as_bytes(),
+        &body[at..],
+    ]
+    .concat()
 }
 
 fn bench_pairs(c: &mut Criterion, group: &str, hook: &str, cases: Vec<(usize, Vec<u8>)>) {
@@ -88,6 +104,20 @@ fn bench_pairs_with(
                 let mut next = variants.iter().cycle();
                 b.iter(|| run_hook(hook, black_box(next.next().unwrap()), &shared))
             }
+            MemoUse::Read => {
+                run_hook(hook, body, &shared);
+                // Made outside the measured time, each new: a variant kept before would be found.
+                let mut n = 0;
+                let mut next = || {
+                    n += 1;
+                    read_variant(body, n)
+                };
+                b.iter_batched(
+                    &mut next,
+                    |v| run_hook(hook, &v, &shared),
+                    BatchSize::SmallInput,
+                )
+            }
             MemoUse::Cold => b.iter(|| run_hook(hook, black_box(body), &Memo::default())),
         });
         g.bench_with_input(BenchmarkId::new("floor", n), body, |b, body| {
@@ -111,6 +141,13 @@ fn app_discovery(c: &mut Criterion) {
     );
     bench_pairs_with(
         c,
+        "app-discovery-sync-read",
+        "app-discovery/sync",
+        cases.clone(),
+        MemoUse::Read,
+    );
+    bench_pairs_with(
+        c,
         "app-discovery-sync-changed",
         "app-discovery/sync",
         cases,
@@ -129,6 +166,13 @@ fn delete_graph(c: &mut Criterion) {
         "delete-graph/sync",
         cases.clone(),
         MemoUse::Nearby,
+    );
+    bench_pairs_with(
+        c,
+        "delete-graph-sync-read",
+        "delete-graph/sync",
+        cases.clone(),
+        MemoUse::Read,
     );
     bench_pairs_with(
         c,
@@ -162,6 +206,13 @@ fn cert_rotation(c: &mut Criterion) {
         "cert-rotation/sync",
         reuse.clone(),
         MemoUse::Nearby,
+    );
+    bench_pairs_with(
+        c,
+        "cert-rotation-sync-reuse-read",
+        "cert-rotation/sync",
+        reuse.clone(),
+        MemoUse::Read,
     );
     bench_pairs_with(
         c,
