@@ -810,65 +810,93 @@ mod tests {
         assert_eq!(spliced(&memo, &finalizing, &base), None);
     }
 
-    /// Where a fixture's objects are after one byte of it is changed, added or taken out
-    /// (`edit` 0, 1, 2 at `at`), as a kept copy of the fixture works them out when it can.
-    fn moved_and_found<R: DecodedRequest>(body: &[u8], at: usize, edit: u8, byte: u8) {
+    /// `body` with one byte changed, added or taken out (`edit` 0, 1, 2 at `at`, within it).
+    fn edited(body: &[u8], at: usize, edit: u8, byte: u8) -> Vec<u8> {
         let mut changed = body.to_vec();
+        let at = at % changed.len();
         match edit {
             0 => changed[at] = byte,
             1 => changed.insert(at, byte),
             _ => drop(changed.remove(at)),
         }
+        changed
+    }
+
+    /// What a kept request works out for a body that differs from it, when it can: where the
+    /// body's objects are, equal to where they are found afresh, and its request spliced from
+    /// the kept one, equal to the body decoded whole. The kept request it returns is the
+    /// splice, if there is one.
+    fn moved_and_spliced<R>(kept: KeptRequest<R>, changed: &[u8]) -> Option<KeptRequest<R>>
+    where
+        R: DecodedRequest,
+        for<'a> R::Request<'a>: PartialEq + std::fmt::Debug,
+    {
+        let Nearby::Moved { at, grown } = kept.compare(changed) else {
+            return None;
+        };
+        let moved = kept.spans().unwrap().moved(at, grown);
+        let sections = <R::Request<'_> as ObjectWise<'_>>::SECTIONS;
+        assert_eq!(Some(&moved), ObjectSpans::of(changed, &sections).as_ref());
+        let spliced = kept.splice(changed, at, &moved)?;
+        let whole = R::decode(changed.into()).expect("a splice of a body that decodes");
+        assert_eq!(spliced.request(), whole.request());
+        Some(KeptRequest {
+            decoded: Arc::new(spliced),
+            spans: OnceLock::from(Some(moved)),
+        })
+    }
+
+    /// A fixture edited once, then again (where the first edit leaves a splice).
+    fn edited_twice<R>(body: &[u8], first: (usize, u8, u8), second: (usize, u8, u8))
+    where
+        R: DecodedRequest,
+        for<'a> R::Request<'a>: PartialEq + std::fmt::Debug,
+    {
         let kept = KeptRequest {
             decoded: Arc::new(R::decode(body.into()).unwrap()),
             spans: OnceLock::new(),
         };
-        if let Nearby::Moved { at, grown } = kept.compare(&changed) {
-            let moved = kept.spans().unwrap().moved(at, grown);
-            let sections = <R::Request<'_> as ObjectWise<'_>>::SECTIONS;
-            assert_eq!(Some(moved), ObjectSpans::of(&changed, &sections));
+        let once = edited(body, first.0, first.1, first.2);
+        if let Some(kept) = moved_and_spliced(kept, &once) {
+            moved_and_spliced(kept, &edited(&once, second.0, second.1, second.2));
         }
     }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
 
-        /// Spans moved from a kept request's are those of the changed request, found afresh.
+        /// Spans moved from a kept request's are those of the changed request, found afresh, and
+        /// a request spliced from a kept one (itself a splice after a second edit) is the
+        /// changed request decoded whole.
         #[test]
-        fn moved_spans_are_where_the_objects_are(
+        fn moved_spans_and_splices_are_what_decoding_finds(
             which in 0..4usize,
-            at in proptest::prelude::any::<proptest::sample::Index>(),
-            edit in 0..3u8,
-            byte in proptest::sample::select(b"0a\" {}[],:\\x".to_vec()),
+            first in (0..usize::MAX, 0..3u8, proptest::sample::select(EDIT_BYTES.to_vec())),
+            second in (0..usize::MAX, 0..3u8, proptest::sample::select(EDIT_BYTES.to_vec())),
         ) {
             let fixture = |path: &str| {
                 let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
                 std::fs::read(root.join(path)).unwrap()
             };
             match which {
-                0 => {
-                    let body = fixture("delete-graph/sync-chain-all-running.request.json");
-                    let at = at.index(body.len());
-                    moved_and_found::<delete_graph::DecodedSync>(&body, at, edit, byte);
-                }
-                1 => {
-                    let body = fixture("app-discovery/sync-multi-service-due-creates-app.request.json");
-                    let at = at.index(body.len());
-                    moved_and_found::<app_discovery::DecodedSync>(&body, at, edit, byte);
-                }
-                2 => {
-                    let body = fixture("cert-rotation/sync-step1-reuses-leaves-byte-identical.request.json");
-                    let at = at.index(body.len());
-                    moved_and_found::<cert_rotation::DecodedSync>(&body, at, edit, byte);
-                }
-                _ => {
-                    let body = fixture("mesh-root-certificate/sync-active-signing.request.json");
-                    let at = at.index(body.len());
-                    moved_and_found::<mesh_root_certificate::DecodedSync>(&body, at, edit, byte);
-                }
+                0 => edited_twice::<delete_graph::DecodedSync>(
+                    &fixture("delete-graph/sync-chain-all-running.request.json"), first, second),
+                1 => edited_twice::<app_discovery::DecodedSync>(
+                    &fixture("app-discovery/sync-multi-service-due-creates-app.request.json"),
+                    first, second),
+                2 => edited_twice::<cert_rotation::DecodedSync>(
+                    &fixture("cert-rotation/sync-step1-reuses-leaves-byte-identical.request.json"),
+                    first, second),
+                _ => edited_twice::<mesh_root_certificate::DecodedSync>(
+                    &fixture("mesh-root-certificate/sync-active-signing.request.json"),
+                    first, second),
             }
         }
     }
+
+    /// The bytes an edit puts in: digits and letters that change a value, and JSON's
+    /// punctuation that changes the structure.
+    const EDIT_BYTES: &[u8] = b"0a\" {}[],:\\x";
 
     #[test]
     fn a_body_that_grew_or_shrank_by_more_than_half_is_apart_without_looking() {
