@@ -3,7 +3,8 @@
 //! (a decoded request, a CA Secret and a spec's plan by the bytes themselves, kept and compared
 //! in full; a leaf by SHA-256 over them), so an input that differs in any byte is worked out
 //! afresh. The one exception is proved, not assumed: a request that differs from a kept one
-//! only inside one object, whose two texts decode to equal values, decodes to the kept request
+//! only inside one object, whose two texts decode to equal values, decodes to the kept request,
+//! and one whose object decodes differently to the kept request with that object decoded anew
 //! ([`DecodedRequests`]).
 
 use crate::contract::{Nested, ObjectSpans, ObjectWise, Section};
@@ -289,11 +290,13 @@ pub(crate) use decoded_request;
 /// inside one object only, often in nothing the hook reads (a `resourceVersion`,
 /// `managedFields`, a status field). Such a request is answered from the kept one when that
 /// object's two texts decode to equal values ([`ObjectWise`]); it is looked for
-/// among the [`Self::NEARBY`] most recently used. Any other request is decoded, and kept.
+/// among the [`Self::NEARBY`] most recently used. When the object decodes differently, the
+/// request is the kept one with that object decoded anew ([`Splice`]). Any other request is
+/// decoded whole. Each is kept.
 ///
 /// Bounded: the [`Self::CAPACITY`] most recently used, and [`Self::BYTES`] between them, each
 /// counted as twice its text (decoding keeps 0.26-0.66 times the text beside it on the load
-/// run's requests); a request larger than half the bound is decoded on every sync, without a
+/// run's requests), a splice as twice its text and its base's; a request larger than half the bound is decoded on every sync, without a
 /// fingerprint.
 pub struct DecodedRequests<R> {
     kept: Recent<KeptRequest<R>>,
@@ -332,7 +335,8 @@ impl<R> DecodedRequests<R> {
 
 impl<R: DecodedRequest> DecodedRequests<R> {
     /// `answer` of `body` decoded: the request kept from the same bytes, or from bytes that
-    /// differ only in what the hook does not decode, or decoded now and kept. A body that does
+    /// differ only in what the hook does not decode, or a kept request with the objects that
+    /// differ decoded anew, or decoded now; each new one kept. A body that does
     /// not decode is an error, as from [`crate::contract::decode`].
     pub fn with_request<T>(
         &self,
@@ -659,7 +663,7 @@ mod tests {
         assert_eq!(first, kept.decoded.request() as *const Specs as usize);
         // The second time it is the kept request that answers.
         assert_eq!(specs(&memo, &body), (read, first));
-        // A spec the hook reads differs: decoded afresh, and kept.
+        // A spec the hook reads differs: a new request (spliced from the kept one), kept.
         let (read, other) = specs(&memo, &request(("z", 1), ("y", 1)));
         assert_eq!(read, ["z", "y"]);
         assert_ne!(other, first);
@@ -703,7 +707,7 @@ mod tests {
         ] {
             assert_eq!(specs(&memo, changed.as_bytes()).1, kept);
         }
-        // Changes the kept request cannot answer for, each decoded afresh: a spec in one
+        // Changes the kept request cannot answer for, each a new request: a spec in one
         // object, two objects, a field outside any object, an object's key.
         for (changed, read) in [
             (request(("x", 1), ("w", 1)), ["x", "w"]),

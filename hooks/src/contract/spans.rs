@@ -1,13 +1,16 @@
-//! Where each object of a sync request lies in its text, and whether two texts of one object
-//! decode the same. With both, a request that differs from a kept one only inside one object,
-//! and there only in what the hook does not decode (a `resourceVersion`, `managedFields`, a
-//! status field no hook reads), is answered from the kept request: see
-//! [`crate::memo::DecodedRequests`].
+//! Where each object of a sync request lies in its text, whether two texts of one object decode
+//! the same, and the request with one object decoded anew. With these, a request that differs
+//! from a kept one only inside one object, and there only in what the hook does not decode (a
+//! `resourceVersion`, `managedFields`, a status field no hook reads), is answered from the kept
+//! request, and one that differs in what the hook decodes is the kept request with that object
+//! decoded from its new text: see [`crate::memo::DecodedRequests`].
 //!
 //! That is exact, not a guess: the two bodies are the same bytes before and after the object,
 //! and the new object's text is one JSON value, so the new body is JSON wherever the old one
 //! was, with the same value in every place but that one; and there it decodes, at the depth it
-//! has in the request (serde_json limits nesting), to a value equal to the old object's. For
+//! has in the request (serde_json limits nesting), to a value equal to the old object's (or,
+//! decoded into the old object's place, to the new request: the objects of a request decode one
+//! by one, each into its own place). For
 //! the same reason, where the objects of such a body are follows from where they are in the
 //! old one ([`ObjectSpans::moved`]), also when that one value decodes differently or is the
 //! value of a top-level field that holds no objects (the `controller`).
