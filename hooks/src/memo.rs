@@ -296,8 +296,8 @@ pub(crate) use decoded_request;
 ///
 /// Bounded: the [`Self::CAPACITY`] most recently used, and [`Self::BYTES`] between them, each
 /// counted as twice its text (decoding keeps 0.26-0.66 times the text beside it on the load
-/// run's requests), a splice as twice its text and its base's; a request larger than half the bound is decoded on every sync, without a
-/// fingerprint.
+/// run's requests), a splice as twice its text and its base's; a request larger than half the
+/// bound is decoded on every sync, without a fingerprint.
 pub struct DecodedRequests<R> {
     kept: Recent<KeptRequest<R>>,
 }
@@ -336,8 +336,8 @@ impl<R> DecodedRequests<R> {
 impl<R: DecodedRequest> DecodedRequests<R> {
     /// `answer` of `body` decoded: the request kept from the same bytes, or from bytes that
     /// differ only in what the hook does not decode, or a kept request with the objects that
-    /// differ decoded anew, or decoded now; each new one kept. A body that does
-    /// not decode is an error, as from [`crate::contract::decode`].
+    /// differ decoded anew, or decoded now; each new one kept. A body that does not decode is
+    /// an error, as from [`crate::contract::decode`].
     pub fn with_request<T>(
         &self,
         body: &[u8],
@@ -462,9 +462,7 @@ impl<R: DecodedRequest> KeptRequest<R> {
             None => Nearby::Apart,
         }
     }
-}
 
-impl<R: DecodedRequest> KeptRequest<R> {
     /// The request of `body`, which differs from this one only inside the object at `at` of
     /// `spans` (where the objects of `body` are): the request this one was spliced from (or
     /// this one) with that object and those spliced before decoded from their texts in `body`.
@@ -480,12 +478,20 @@ impl<R: DecodedRequest> KeptRequest<R> {
         if !places.contains(&at) {
             places.push(at);
         }
-        let mut objects = Vec::with_capacity(places.len());
-        let mut spliced_bytes = 0;
-        for at in places {
-            let (section, span, ordinal) = spans.object(at)?;
+        let found = places
+            .into_iter()
+            .map(|at| Some((at, spans.object(at)?)))
+            .collect::<Option<Vec<_>>>()?;
+        let spliced_bytes: usize = found
+            .iter()
+            .map(|(_, (_, span, _))| span.end - span.start)
+            .sum();
+        if 2 * spliced_bytes > body.len() {
+            return None;
+        }
+        let mut objects = Vec::with_capacity(found.len());
+        for (at, (section, span, ordinal)) in found {
             let text = std::str::from_utf8(body.get(span.start..span.end)?).ok()?;
-            spliced_bytes += text.len();
             objects.push(SplicedObject {
                 at,
                 section,
@@ -493,9 +499,6 @@ impl<R: DecodedRequest> KeptRequest<R> {
                 ordinal,
                 text: Nested::new(section, text),
             });
-        }
-        if 2 * spliced_bytes > body.len() {
-            return None;
         }
         R::splice(Splice {
             base,

@@ -9,11 +9,11 @@
 //! and the new object's text is one JSON value, so the new body is JSON wherever the old one
 //! was, with the same value in every place but that one; and there it decodes, at the depth it
 //! has in the request (serde_json limits nesting), to a value equal to the old object's (or,
-//! decoded into the old object's place, to the new request: the objects of a request decode one
-//! by one, each into its own place). For
-//! the same reason, where the objects of such a body are follows from where they are in the
-//! old one ([`ObjectSpans::moved`]), also when that one value decodes differently or is the
-//! value of a top-level field that holds no objects (the `controller`).
+//! put in the old object's place, to the new request: the objects of a request decode one by
+//! one, each into its own place). For the same reason, where the objects of such a body are
+//! follows from where they are in the old one ([`ObjectSpans::moved`]), also when that one
+//! value decodes differently or is the value of a top-level field that holds no objects (the
+//! `controller`).
 
 use super::{named, CompositeRequest, DecoratorRequest, Named, ObjectMap};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
