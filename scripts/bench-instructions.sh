@@ -7,9 +7,12 @@
 # one more request after the first two: (count for 2 + RUNS requests - count for 2) / RUNS, so
 # that start-up and the memo work of the first syncs (cert-rotation's certificate checks,
 # delete-graph's spec plan, the request decoded and kept the first time it comes; the memos are
-# then warm, as on a resync) are left out. "changed" counts the same with the request decoded on
-# every sync, as when something in it changed but not the spec or the certificates
-# (`hook_loop ... changed`).
+# then warm, as on a resync) are left out. "read" counts requests that each differ from the last
+# in the first object's generation, which the hooks decode, so that each is the kept request with
+# that object decoded anew (`hook_loop ... read`; the count includes making each request, a copy
+# of the body); "changed" counts the same request decoded whole
+# on every sync, as when it changed outside every object or in several, but not in the spec or
+# the certificates (`hook_loop ... changed`).
 # Instructions are not time: cache misses and system calls are not in them, and SHA-256 (the
 # leaf memo's key) runs without the CPU's SHA instructions under valgrind, so it weighs more here
 # than in time. Prints a markdown table.
@@ -24,12 +27,12 @@ cargo build --release --quiet -p metahooks-hooks --example hook_loop
 cargo build --release --quiet --example load_requests
 ./target/release/examples/load_requests "$OUT" >&2
 
-count() { # id body runs [changed] -> instructions
+count() { # id body runs [read | changed] -> instructions
   valgrind --tool=callgrind --callgrind-out-file=/dev/null \
     ./target/release/examples/hook_loop "$@" 2>&1 >/dev/null |
     awk '/ refs:/ {gsub(",", "", $NF); print $NF}'
 }
-per_request() { # id body [changed] -> instructions of one more request
+per_request() { # id body [read | changed] -> instructions of one more request
   local two more
   two=$(count "$1" "$2" 2 "${@:3}")
   more=$(count "$1" "$2" $((RUNS + 2)) "${@:3}")
@@ -37,16 +40,18 @@ per_request() { # id body [changed] -> instructions of one more request
 }
 ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
 
-echo "| route | size | hook instructions | changed | floor instructions | hook/floor | changed/floor | scan instructions | changed/scan |"
-echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| route | size | hook instructions | read | changed | floor instructions | hook/floor | read/floor | changed/floor | scan instructions | changed/scan |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for route in $ROUTES; do
   for size in $SIZES; do
     body="$OUT/$route-$size.json"
     hook=$(per_request "$route/sync" "$body")
+    read=$(per_request "$route/sync" "$body" read)
     changed=$(per_request "$route/sync" "$body" changed)
     floor=$(per_request floor "$body")
     scan=$(per_request scan "$body")
-    echo "| $route/sync | $size | $hook | $changed | $floor | $(ratio "$hook" "$floor") |" \
-      "$(ratio "$changed" "$floor") | $scan | $(ratio "$changed" "$scan") |"
+    echo "| $route/sync | $size | $hook | $read | $changed | $floor | $(ratio "$hook" "$floor") |" \
+      "$(ratio "$read" "$floor") | $(ratio "$changed" "$floor") | $scan |" \
+      "$(ratio "$changed" "$scan") |"
   done
 done
