@@ -7,7 +7,7 @@
 //! and one whose object decodes differently to the kept request with that object decoded anew
 //! ([`DecodedRequests`]).
 
-use crate::contract::{Nested, ObjectSpans, ObjectWise, Section};
+use crate::contract::{Change, Nested, ObjectSpans, ObjectWise, Section};
 use crate::delete_graph::plan::PlanMemo;
 use crate::pki::PkiMemo;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate, RequestError};
@@ -356,25 +356,28 @@ impl<R: DecodedRequest> DecodedRequests<R> {
             // request already under this key.
             return answer(&crate::contract::decode(body)?);
         }
-        // The kept request the body differs from inside one value, if one of the most recent
-        // is: then older ones are not looked at.
+        // The kept request the body differs from inside values, if one of the most recent is:
+        // then older ones are not looked at.
         let mut nearest = None;
         for kept in self.kept.most_recent(Self::NEARBY) {
             match kept.compare(body) {
                 Nearby::Same => return answer(kept.decoded.request()),
-                Nearby::Moved { at, grown } => {
-                    nearest = Some((kept, at, grown));
+                Nearby::Moved(moved) => {
+                    nearest = Some((kept, moved));
                     break;
                 }
                 Nearby::Apart => {}
             }
         }
         // Then where the body's objects are follows from where the kept request's are, and
-        // when the value is an object, the body is the kept request with objects decoded anew.
+        // when only objects changed, the body is the kept request with those decoded anew.
         let (spliced, spans) = match nearest {
-            Some((kept, at, grown)) => {
-                let spans = kept.spans().map(|s| s.moved(at, grown));
-                let spliced = spans.as_ref().and_then(|s| kept.splice(body, at, s));
+            Some((kept, moved)) => {
+                let spans = kept.spans().map(|s| s.moved(&moved.changes));
+                let spliced = match (&spans, moved.field) {
+                    (Some(spans), false) => kept.splice(body, &moved.objects, spans),
+                    _ => None,
+                };
                 (spliced, OnceLock::from(spans))
             }
             None => (None, OnceLock::new()),
@@ -407,12 +410,21 @@ impl<R: DecodedRequest> DecodedRequests<R> {
 enum Nearby {
     /// It decodes to the kept request.
     Same,
-    /// It differs from the kept request only inside the value at `at` of its spans (an object
-    /// that decodes differently, or a top-level field), which is one JSON value in it too,
-    /// `grown` bytes longer.
-    Moved { at: usize, grown: isize },
+    /// It differs from the kept request only inside values of its spans, each one JSON value
+    /// in it too, and decodes differently.
+    Moved(Moved),
     /// Anything else.
     Apart,
+}
+
+/// How a request that differs from a kept one inside values of its spans decodes differently.
+struct Moved {
+    /// Every value that differs, in the order of the text.
+    changes: Vec<Change>,
+    /// The places of the objects that decode differently.
+    objects: Vec<usize>,
+    /// Whether a top-level field's value differs.
+    field: bool,
 }
 
 impl<R: DecodedRequest> KeptRequest<R> {
@@ -429,45 +441,65 @@ impl<R: DecodedRequest> KeptRequest<R> {
     /// differ in more than half their bytes are apart without looking for objects.
     fn compare(&self, body: &[u8]) -> Nearby {
         let kept = self.decoded.bytes();
-        let (start, kept_end, body_end) = differing(kept, body);
+        let differ = differing(kept, body);
+        let (start, kept_end, body_end) = differ;
         if 2 * (kept_end - start).max(body_end - start) > kept.len() {
             return Nearby::Apart;
         }
-        let Some((at, span)) = self.spans().and_then(|s| s.containing(start, kept_end)) else {
+        let Some(spans) = self.spans() else {
             return Nearby::Apart;
         };
-        // The value's text in `body`: the same start, its end moved by the change of length.
-        let end = span.end + body_end - kept_end;
-        let (Ok(was), Ok(now)) = (
-            std::str::from_utf8(&kept[span.start..span.end]),
-            std::str::from_utf8(&body[span.start..end]),
-        ) else {
+        let Some(changes) = spans.changes(kept, body, differ) else {
             return Nearby::Apart;
         };
-        let moved = Nearby::Moved {
-            at,
-            grown: body_end as isize - kept_end as isize,
-        };
-        let Some(section) = span.section else {
-            // A top-level field's value: one JSON value, or not.
-            return match serde_json::from_str::<IgnoredAny>(now) {
-                Ok(_) => moved,
-                Err(_) => Nearby::Apart,
+        let (mut objects, mut field) = (Vec::new(), false);
+        // Where the values start in `body`: moved by the change of length of those before.
+        let mut shift = 0isize;
+        for change in &changes {
+            let Some(span) = spans.get(change.at) else {
+                return Nearby::Apart;
             };
-        };
-        let (was, now) = (Nested::new(section, was), Nested::new(section, now));
-        match <R::Request<'_> as ObjectWise<'_>>::same_object(section, &span.type_key, &was, &now) {
-            Some(true) => Nearby::Same,
-            Some(false) => moved,
-            None => Nearby::Apart,
+            let start = span.start.saturating_add_signed(shift);
+            shift += change.grown;
+            let end = span.end.saturating_add_signed(shift);
+            let (Ok(was), Some(Ok(now))) = (
+                std::str::from_utf8(&kept[span.start..span.end]),
+                body.get(start..end).map(std::str::from_utf8),
+            ) else {
+                return Nearby::Apart;
+            };
+            let Some(section) = span.section else {
+                // A top-level field's value: one JSON value, or not.
+                if serde_json::from_str::<IgnoredAny>(now).is_err() {
+                    return Nearby::Apart;
+                }
+                field = true;
+                continue;
+            };
+            let (was, now) = (Nested::new(section, was), Nested::new(section, now));
+            let type_key = &span.type_key;
+            match <R::Request<'_> as ObjectWise<'_>>::same_object(section, type_key, &was, &now) {
+                Some(true) => {}
+                Some(false) => objects.push(change.at),
+                None => return Nearby::Apart,
+            }
         }
+        if objects.is_empty() && !field {
+            return Nearby::Same;
+        }
+        Nearby::Moved(Moved {
+            changes,
+            objects,
+            field,
+        })
     }
 
-    /// The request of `body`, which differs from this one only inside the object at `at` of
-    /// `spans` (where the objects of `body` are): the request this one was spliced from (or
-    /// this one) with that object and those spliced before decoded from their texts in `body`.
-    /// `None` when one does not decode, or their texts make up more than half the body.
-    fn splice(&self, body: &[u8], at: usize, spans: &ObjectSpans) -> Option<R> {
+    /// The request of `body`, which differs from this one only inside values of which the
+    /// objects at `changed` of `spans` (where the objects of `body` are) decode differently:
+    /// the request this one was spliced from (or this one) with those objects and those
+    /// spliced before decoded from their texts in `body`. `None` when one does not decode, or
+    /// their texts make up more than half the body.
+    fn splice(&self, body: &[u8], changed: &[usize], spans: &ObjectSpans) -> Option<R> {
         let (base, mut places) = match self.decoded.source() {
             Source::Whole(_) => (Arc::clone(&self.decoded), Vec::new()),
             Source::Spliced(splice) => {
@@ -475,8 +507,10 @@ impl<R: DecodedRequest> KeptRequest<R> {
                 (Arc::clone(&splice.base), places)
             }
         };
-        if !places.contains(&at) {
-            places.push(at);
+        for &at in changed {
+            if !places.contains(&at) {
+                places.push(at);
+            }
         }
         let found = places
             .into_iter()
@@ -510,7 +544,7 @@ impl<R: DecodedRequest> KeptRequest<R> {
 
 /// Where `a` and `b` differ: the length of their common prefix, then the ends in each of what
 /// lies between it and their common suffix (which does not overlap the prefix).
-fn differing(a: &[u8], b: &[u8]) -> (usize, usize, usize) {
+pub(crate) fn differing(a: &[u8], b: &[u8]) -> (usize, usize, usize) {
     let prefix = common_prefix(a, b);
     let suffix = common_suffix(&a[prefix..], &b[prefix..]);
     (prefix, a.len() - suffix, b.len() - suffix)
@@ -817,6 +851,61 @@ mod tests {
         assert_eq!(spliced(&memo, &finalizing, &base), None);
     }
 
+    #[test]
+    fn several_values_that_differ_at_once_are_looked_at_one_by_one() {
+        let padded = |body: Vec<u8>| {
+            let pad = format!(r#""namespace":"n","pad":"{}""#, "p".repeat(300));
+            let text = String::from_utf8(body).unwrap();
+            text.replace(r#""namespace":"n""#, &pad).into_bytes()
+        };
+        let body = padded(request(("x", 1), ("y", 1)));
+        // A memo that keeps `body`, and the request it decoded from it.
+        let keeping_body = || {
+            let memo = DecodedRequests::<DecodedSpecs>::default();
+            specs(&memo, &body);
+            let base = Arc::clone(&memo.kept.recall(&fingerprint(&body)).unwrap().decoded);
+            (memo, base)
+        };
+        // Both children's resourceVersions, one longer: answered from the kept request.
+        let (memo, base) = keeping_body();
+        let unread = padded(request(("x", 22), ("y", 3)));
+        assert_eq!(
+            specs(&memo, &unread).1,
+            base.request() as *const Specs as usize
+        );
+        assert_eq!(memo.kept.len(), 1);
+        // Both specs; one spec and the other's resourceVersion: spliced, with the children that
+        // decode differently. A spec and the finalizing field; a spec and the key of an object
+        // after it: decoded whole.
+        let text = String::from_utf8(padded(request(("v", 1), ("y", 1)))).unwrap();
+        for (changed, read, places) in [
+            (
+                padded(request(("long", 1), ("w", 1))),
+                ["long", "w"],
+                Some(vec![1, 2]),
+            ),
+            (
+                padded(request(("w", 1), ("y", 7))),
+                ["w", "y"],
+                Some(vec![1]),
+            ),
+            (
+                text.replace("false}", "true}").into_bytes(),
+                ["v", "y"],
+                None,
+            ),
+            (
+                text.replace(r#""b":{"#, r#""c":{"#).into_bytes(),
+                ["v", "y"],
+                None,
+            ),
+        ] {
+            let (memo, base) = keeping_body();
+            assert_eq!(specs(&memo, &changed).0, read);
+            assert_eq!(spliced(&memo, &changed, &base), places);
+        }
+    }
+
     /// `body` with one byte changed, added or taken out (`edit` 0, 1, 2 at `at`, within it).
     fn edited(body: &[u8], at: usize, edit: u8, byte: u8) -> Vec<u8> {
         let mut changed = body.to_vec();
@@ -829,52 +918,63 @@ mod tests {
         changed
     }
 
-    /// What a kept request works out for a body that differs from it, when it can: where the
-    /// body's objects are, equal to where they are found afresh, and its request spliced from
-    /// the kept one, equal to the body decoded whole. The kept request it returns is the
-    /// splice, if there is one.
-    fn moved_and_spliced<R>(kept: KeptRequest<R>, changed: &[u8]) -> Option<KeptRequest<R>>
+    /// What a kept request works out for a body that differs from it, checked: a body it
+    /// answers decodes to it; where the objects of a body it moves are, equal to where they are
+    /// found afresh; and a request spliced from it, equal to the body decoded whole. Returns the
+    /// splice, kept, if there is one.
+    fn checked<R>(kept: KeptRequest<R>, changed: &[u8]) -> Option<KeptRequest<R>>
     where
         R: DecodedRequest,
         for<'a> R::Request<'a>: PartialEq + std::fmt::Debug,
     {
-        let Nearby::Moved { at, grown } = kept.compare(changed) else {
-            return None;
+        let decoded_whole = || R::decode(changed.into()).expect("a body the memo reads decodes");
+        let moved = match kept.compare(changed) {
+            Nearby::Apart => return None,
+            Nearby::Same => {
+                assert_eq!(kept.decoded.request(), decoded_whole().request());
+                return None;
+            }
+            Nearby::Moved(moved) => moved,
         };
-        let moved = kept.spans().unwrap().moved(at, grown);
+        let spans = kept.spans().unwrap().moved(&moved.changes);
         let sections = <R::Request<'_> as ObjectWise<'_>>::SECTIONS;
-        assert_eq!(Some(&moved), ObjectSpans::of(changed, &sections).as_ref());
-        let spliced = kept.splice(changed, at, &moved)?;
-        let whole = R::decode(changed.into()).expect("a splice of a body that decodes");
-        assert_eq!(spliced.request(), whole.request());
+        assert_eq!(Some(&spans), ObjectSpans::of(changed, &sections).as_ref());
+        if moved.field {
+            return None;
+        }
+        let spliced = kept.splice(changed, &moved.objects, &spans)?;
+        assert_eq!(spliced.request(), decoded_whole().request());
         Some(KeptRequest {
             decoded: Arc::new(spliced),
-            spans: OnceLock::from(Some(moved)),
+            spans: OnceLock::from(Some(spans)),
         })
     }
 
-    /// A fixture edited once, then again (where the first edit leaves a splice).
+    /// A fixture edited once, then again: both edits against the fixture, and the second
+    /// against what the first leaves (a splice, when it is one).
     fn edited_twice<R>(body: &[u8], first: (usize, u8, u8), second: (usize, u8, u8))
     where
         R: DecodedRequest,
         for<'a> R::Request<'a>: PartialEq + std::fmt::Debug,
     {
-        let kept = KeptRequest {
+        let whole = |body: &[u8]| KeptRequest {
             decoded: Arc::new(R::decode(body.into()).unwrap()),
             spans: OnceLock::new(),
         };
         let once = edited(body, first.0, first.1, first.2);
-        if let Some(kept) = moved_and_spliced(kept, &once) {
-            moved_and_spliced(kept, &edited(&once, second.0, second.1, second.2));
+        let twice = edited(&once, second.0, second.1, second.2);
+        checked(whole(body), &twice);
+        if let Some(kept) = checked(whole(body), &once) {
+            checked(kept, &twice);
         }
     }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
 
-        /// Spans moved from a kept request's are those of the changed request, found afresh, and
-        /// a request spliced from a kept one (itself a splice after a second edit) is the
-        /// changed request decoded whole.
+        /// A request answered from a kept one decodes to it, spans moved from a kept request's
+        /// are those of the changed request, found afresh, and a request spliced from a kept
+        /// one (itself a splice after a second edit) is the changed request decoded whole.
         #[test]
         fn moved_spans_and_splices_are_what_decoding_finds(
             which in 0..4usize,

@@ -31,7 +31,9 @@ pub use object::{
 pub(crate) use object_map::{object_maps, other_type};
 pub use object_map::{ObjectMap, Objects};
 pub use patch::{escape_pointer, PatchOp};
-pub use spans::{decodes_same, GroupWise, Nested, ObjectSpan, ObjectSpans, ObjectWise, Section};
+pub use spans::{
+    decodes_same, Change, GroupWise, Nested, ObjectSpan, ObjectSpans, ObjectWise, Section,
+};
 
 use crate::RequestError;
 use serde::{Deserialize, Serialize};

@@ -64,6 +64,14 @@ pub struct ObjectSpan {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ObjectSpans(Vec<ObjectSpan>);
 
+/// A value of a request whose text is another in a second body: its place in the spans, and how
+/// many bytes longer its text is there (shorter when negative).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Change {
+    pub at: usize,
+    pub grown: isize,
+}
+
 impl ObjectSpans {
     /// The objects of `body`, a request whose fields `sections` hold objects; `None` for a body
     /// that is not UTF-8 or not a map of object maps there.
@@ -91,6 +99,52 @@ impl ObjectSpans {
         (end <= span.end).then_some((at, span))
     }
 
+    /// The span at `at`.
+    pub fn get(&self, at: usize) -> Option<&ObjectSpan> {
+        self.0.get(at)
+    }
+
+    /// The values of `kept` (the body of these spans) whose texts differ in `body`, when
+    /// nothing else does: `differing` is where the two differ (from [`crate::memo`]: the end of
+    /// their common prefix, then the start of their common suffix in each). Every byte between
+    /// two values, and every value in between that did not change, must be the same in both,
+    /// and each changed value's text in `body` one JSON value (its decoding checks that again);
+    /// else `None`.
+    pub fn changes(
+        &self,
+        kept: &[u8],
+        body: &[u8],
+        (start, kept_end, body_end): (usize, usize, usize),
+    ) -> Option<Vec<Change>> {
+        if let Some((at, _)) = self.containing(start, kept_end) {
+            let grown = body_end as isize - kept_end as isize;
+            return Some(vec![Change { at, grown }]);
+        }
+        let first = self.containing(start, start)?.0;
+        let mut changes = Vec::new();
+        let mut shift = 0isize;
+        for (at, span) in self.0.iter().enumerate().skip(first) {
+            let text = &kept[span.start..span.end];
+            let there = span.start.checked_add_signed(shift)?;
+            if at == first || body.get(there..there + text.len()) != Some(text) {
+                let grown = json_value_len(body.get(there..)?)? as isize - text.len() as isize;
+                changes.push(Change { at, grown });
+                shift += grown;
+            }
+            let end = span.end.checked_add_signed(shift)?;
+            if kept_end <= span.end {
+                // The rest of both bodies is their common suffix.
+                let rest = body.len().checked_sub(end)?;
+                return (end >= body_end && rest == kept.len() - span.end).then_some(changes);
+            }
+            let between = &kept[span.end..self.0.get(at + 1)?.start];
+            if body.get(end..end + between.len()) != Some(between) {
+                return None;
+            }
+        }
+        None
+    }
+
     /// The object at `at`, with its place among the objects of its section and type key (as
     /// [`ObjectWise::replace_object`] counts them); `None` for a top-level field's value.
     pub fn object(&self, at: usize) -> Option<(Section, &ObjectSpan, usize)> {
@@ -103,19 +157,28 @@ impl ObjectSpans {
         Some((section, span, ordinal))
     }
 
-    /// The spans of a body that differs from this one's only inside the value at `at`, whose
-    /// text there is one JSON value `grown` bytes longer (or shorter, when negative).
-    pub fn moved(&self, at: usize, grown: isize) -> Self {
-        let shift = |offset: usize| offset.saturating_add_signed(grown);
+    /// The spans of a body that differs from this one's only inside the values `changes` (in
+    /// the order of the text), whose texts there are one JSON value each.
+    pub fn moved(&self, changes: &[Change]) -> Self {
         let mut spans = self.0.clone();
-        if let Some(span) = spans.get_mut(at) {
-            span.end = shift(span.end);
-        }
-        for span in spans.iter_mut().skip(at + 1) {
-            (span.start, span.end) = (shift(span.start), shift(span.end));
+        let mut changes = changes.iter().peekable();
+        let mut shift = 0isize;
+        for (at, span) in spans.iter_mut().enumerate() {
+            span.start = span.start.saturating_add_signed(shift);
+            if let Some(change) = changes.next_if(|c| c.at == at) {
+                shift += change.grown;
+            }
+            span.end = span.end.saturating_add_signed(shift);
         }
         ObjectSpans(spans)
     }
+}
+
+/// The length of the one JSON value `text` starts with, without whitespace before it.
+fn json_value_len(text: &[u8]) -> Option<usize> {
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let raw = <&RawValue>::deserialize(&mut de).ok()?;
+    (raw.get().as_ptr() == text.as_ptr()).then_some(raw.get().len())
 }
 
 /// Collects the spans of one request's objects and top-level field values.
@@ -483,8 +546,51 @@ mod tests {
         ] {
             let changed = body.replace(was, now);
             let grown = now.len() as isize - was.len() as isize;
-            let moved = kept.moved(at, grown);
+            let moved = kept.moved(&[Change { at, grown }]);
             assert_eq!(texts(&changed, &moved), spans(&changed).unwrap());
+        }
+    }
+
+    #[test]
+    fn changes_are_the_values_that_differ_when_nothing_else_does() {
+        let body = r#"{"controller":{"g":1},"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}}},"finalizing":false}"#;
+        let kept = ObjectSpans::of(body.as_bytes(), &sections_of_request()).unwrap();
+        let changes = |changed: &str| {
+            let differ = crate::memo::differing(body.as_bytes(), changed.as_bytes());
+            kept.changes(body.as_bytes(), changed.as_bytes(), differ)
+        };
+        let change = |at, grown| Change { at, grown };
+        // One value, two, three with one unchanged between them; the moved spans are those of
+        // the changed body.
+        for (changed, expected) in [
+            (body.replace(r#""p":1"#, r#""p":12"#), vec![change(1, 1)]),
+            (
+                body.replace(r#""g":1"#, r#""g":[]"#)
+                    .replace(r#""c":2"#, "\"c\":2,\"d\":3"),
+                vec![change(0, 1), change(3, 6)],
+            ),
+            (
+                body.replace(r#""p":1"#, "")
+                    .replace(r#""c":2"#, r#""c":"2""#)
+                    .replace("false", "true"),
+                vec![change(1, -5), change(3, 2), change(4, -1)],
+            ),
+        ] {
+            assert_eq!(changes(&changed).as_ref(), Some(&expected), "{changed}");
+            let moved = kept.moved(&expected);
+            assert_eq!(texts(&changed, &moved), spans(&changed).unwrap());
+        }
+        // A key between two values that differ, a value that is not one JSON value, a value
+        // written with whitespace before it: not values alone.
+        for changed in [
+            body.replace(r#""p":1"#, r#""p":2"#)
+                .replace(r#""y":"#, r#""z":"#),
+            body.replace(r#""p":1"#, r#""p":2"#)
+                .replace(r#""c":2}"#, r#""c":2}}"#),
+            body.replace(r#""g":1"#, r#""g":2"#)
+                .replace(r#""parent":{"#, r#""parent": {"#),
+        ] {
+            assert_eq!(changes(&changed), None, "{changed}");
         }
     }
 
