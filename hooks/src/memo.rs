@@ -3,8 +3,8 @@
 //! (a decoded request, a CA Secret and a spec's plan by the bytes themselves, kept and compared
 //! in full; a leaf by SHA-256 over them), so an input that differs in any byte is worked out
 //! afresh. The one exception is proved, not assumed: a request that differs from a kept one
-//! only inside one object, whose two texts decode to equal values, decodes to the kept request,
-//! and one whose object decodes differently to the kept request with that object decoded anew
+//! only inside objects whose two texts decode to equal values decodes to the kept request, and
+//! one whose objects decode differently to the kept request with those decoded anew
 //! ([`DecodedRequests`]).
 
 use crate::contract::{Change, Nested, ObjectSpans, ObjectWise, Section};
@@ -287,12 +287,11 @@ pub(crate) use decoded_request;
 /// request (and the time) is worked out on every sync.
 ///
 /// When something of the parent changes, the next request usually differs from the last one
-/// inside one object only, often in nothing the hook reads (a `resourceVersion`,
-/// `managedFields`, a status field). Such a request is answered from the kept one when that
-/// object's two texts decode to equal values ([`ObjectWise`]); it is looked for
-/// among the [`Self::NEARBY`] most recently used. When the object decodes differently, the
-/// request is the kept one with that object decoded anew ([`Splice`]). Any other request is
-/// decoded whole. Each is kept.
+/// inside one object or a few only, often in nothing the hook reads (a `resourceVersion`,
+/// `managedFields`, a status field). Such a request is answered from the kept one when each of
+/// those objects' two texts decode to equal values ([`ObjectWise`]); it is looked for among the
+/// [`Self::NEARBY`] most recently used. When objects decode differently, the request is the kept
+/// one with those decoded anew ([`Splice`]). Any other request is decoded whole. Each is kept.
 ///
 /// Bounded: the [`Self::CAPACITY`] most recently used, and [`Self::BYTES`] between them, each
 /// counted as twice its text (decoding keeps 0.26-0.66 times the text beside it on the load

@@ -1,9 +1,9 @@
 //! Where each object of a sync request lies in its text, whether two texts of one object decode
 //! the same, and the request with one object decoded anew. With these, a request that differs
-//! from a kept one only inside one object, and there only in what the hook does not decode (a
+//! from a kept one only inside objects, and there only in what the hook does not decode (a
 //! `resourceVersion`, `managedFields`, a status field no hook reads), is answered from the kept
-//! request, and one that differs in what the hook decodes is the kept request with that object
-//! decoded from its new text: see [`crate::memo::DecodedRequests`].
+//! request, and one that differs in what the hook decodes is the kept request with those objects
+//! decoded from their new texts: see [`crate::memo::DecodedRequests`].
 //!
 //! That is exact, not a guess: the two bodies are the same bytes before and after the object,
 //! and the new object's text is one JSON value, so the new body is JSON wherever the old one
@@ -13,7 +13,8 @@
 //! one, each into its own place). For the same reason, where the objects of such a body are
 //! follows from where they are in the old one ([`ObjectSpans::moved`]), also when that one
 //! value decodes differently or is the value of a top-level field that holds no objects (the
-//! `controller`).
+//! `controller`). When several values differ, with every byte between them the same
+//! ([`ObjectSpans::changes`]), all of this holds value by value.
 
 use super::{named, CompositeRequest, DecoratorRequest, Named, ObjectMap};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
