@@ -7,7 +7,9 @@
 //! `VARY=1`); with `outside` each differs from the one before outside every object (a
 //! generation in the controller), so it is decoded and kept (`VARY=2`); with `read` each differs
 //! from the one before in the first object's `metadata.generation`, which the hooks decode, so
-//! it is the kept request with that object decoded anew (`VARY=3`); with `changed` every run
+//! it is the kept request with that object decoded anew (`VARY=3`); with `read2` each differs so
+//! in the generations of the first two objects that have one, each decoded anew when read; with
+//! `changed` every run
 //! decodes it and keeps nothing, as for a request whose read fields changed (the other memos
 //! still shared); with `cold` every run starts with empty memos, as the first sync after a start
 //! (cert-rotation then checks its CAs and every leaf). With `floor` instead of a hook id it runs
@@ -17,7 +19,7 @@
 //! and for perf; docs/BENCHMARKS.md gives the commands.
 //!
 //! Usage: hook_loop <hook id, e.g. delete-graph/sync, or floor, or scan> <request.json> <runs>
-//! [nearby | outside | read | changed | cold]
+//! [nearby | outside | read | read2 | changed | cold]
 
 use metahooks_hooks::memo::Memo;
 use metahooks_hooks::registry::{find, HookContext};
@@ -34,6 +36,8 @@ enum Memos {
     /// One set, each run's request another generation of the first object away from the one
     /// before.
     Read,
+    /// The same in the generations of the first two objects that have one.
+    Read2,
     /// One set, but no request kept decoded.
     Changed,
     /// A new set for each run.
@@ -47,9 +51,19 @@ fn request_of(body: &[u8], run: usize, memos: &Memos) -> Result<Vec<u8>, String>
         Memos::Nearby => (r#""resourceVersion":""#, format!("{run:03}")),
         Memos::Outside => (r#""controller":{"#, format!(r#""generation":{run},"#)),
         // Digits put in front of the generation's: a number that starts with 1.
-        Memos::Read => (r#""generation":"#, format!("1{run:03}")),
+        Memos::Read | Memos::Read2 => (r#""generation":"#, format!("1{run:03}")),
         _ => return Ok(body.to_vec()),
     };
+    if *memos == Memos::Read2 {
+        let second = text
+            .match_indices(marker)
+            .nth(1)
+            .ok_or_else(|| format!("the request has one {marker} at most"))?
+            .0
+            + marker.len();
+        let body = [&body[..second], insert.as_bytes(), &body[second..]].concat();
+        return request_of(&body, run, &Memos::Read);
+    }
     let at = text
         .find(marker)
         .ok_or_else(|| format!("the request has no {marker}"))?
@@ -64,12 +78,13 @@ fn main() -> Result<(), String> {
         [id, path, runs, memos] if memos == "nearby" => (id, path, runs, Memos::Nearby),
         [id, path, runs, memos] if memos == "outside" => (id, path, runs, Memos::Outside),
         [id, path, runs, memos] if memos == "read" => (id, path, runs, Memos::Read),
+        [id, path, runs, memos] if memos == "read2" => (id, path, runs, Memos::Read2),
         [id, path, runs, memos] if memos == "changed" => (id, path, runs, Memos::Changed),
         [id, path, runs, memos] if memos == "cold" => (id, path, runs, Memos::Cold),
         _ => {
             return Err(
                 "usage: hook_loop <hook id | floor | scan> <request.json> <runs> \
-                 [nearby | outside | read | changed | cold]"
+                 [nearby | outside | read | read2 | changed | cold]"
                     .into(),
             )
         }
