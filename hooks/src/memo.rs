@@ -461,13 +461,10 @@ impl<R: DecodedRequest> KeptRequest<R> {
             let start = span.start.saturating_add_signed(shift);
             shift += change.grown;
             let end = span.end.saturating_add_signed(shift);
-            let (Ok(was), Some(Ok(now))) = (
-                std::str::from_utf8(&kept[span.start..span.end]),
-                body.get(start..end).map(std::str::from_utf8),
-            ) else {
+            let Some(Ok(now)) = body.get(start..end).map(std::str::from_utf8) else {
                 return Nearby::Apart;
             };
-            let Some(section) = span.section else {
+            let Some((section, span, ordinal)) = spans.object(change.at) else {
                 // A top-level field's value: one JSON value, or not.
                 if serde_json::from_str::<IgnoredAny>(now).is_err() {
                     return Nearby::Apart;
@@ -475,9 +472,9 @@ impl<R: DecodedRequest> KeptRequest<R> {
                 field = true;
                 continue;
             };
-            let (was, now) = (Nested::new(section, was), Nested::new(section, now));
-            let type_key = &span.type_key;
-            match <R::Request<'_> as ObjectWise<'_>>::same_object(section, type_key, &was, &now) {
+            let now = Nested::new(section, now);
+            let kept = self.decoded.request();
+            match kept.same_object(section, &span.type_key, ordinal, &now) {
                 Some(true) => {}
                 Some(false) => objects.push(change.at),
                 None => return Nearby::Apart,

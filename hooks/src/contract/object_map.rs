@@ -231,13 +231,14 @@ macro_rules! object_maps {
 
         impl<'de $(: $lt, $lt)?> $crate::contract::GroupWise<'de> for $name $(<$lt>)? {
             fn same_object(
+                &self,
                 type_key: &str,
-                old: &'de $crate::contract::Nested,
+                ordinal: usize,
                 new: &'de $crate::contract::Nested,
             ) -> Option<bool> {
                 $(
                     if type_key == $key {
-                        return $crate::contract::decodes_same::<$ty>(old, new);
+                        return $crate::contract::decodes_as(self.$field.get(ordinal)?, new);
                     }
                 )*
                 // Another type key: skipped, or in a map the hook answers for refused (so no
@@ -245,7 +246,7 @@ macro_rules! object_maps {
                 if $answered {
                     return None;
                 }
-                $crate::contract::decodes_same::<serde::de::IgnoredAny>(old, new)
+                new.decode::<serde::de::IgnoredAny>().map(|_| true)
             }
 
             fn replace_object(

@@ -319,13 +319,13 @@ impl Nested {
     }
 }
 
-/// Whether two texts of one object decode, as their request decodes them, to equal values;
-/// `None` if either does not decode.
-pub fn decodes_same<'a, T>(old: &'a Nested, new: &'a Nested) -> Option<bool>
+/// Whether an object's text `new` decodes, as its request decodes it, to a value equal to
+/// `kept`; `None` if it does not decode.
+pub fn decodes_as<'a, T>(kept: &T, new: &'a Nested) -> Option<bool>
 where
     T: Deserialize<'a> + Named + PartialEq,
 {
-    Some(old.decode::<T>()? == new.decode::<T>()?)
+    Some(new.decode::<T>()? == *kept)
 }
 
 /// The one value inside `.0` arrays of one value each.
@@ -365,12 +365,14 @@ impl<'de, T: Deserialize<'de> + Named> Visitor<'de> for Unwrap<T> {
 pub trait ObjectWise<'a> {
     /// The request's fields that hold objects.
     const SECTIONS: Sections;
-    /// Whether the texts `old` and `new` of an object of `section` and `type_key` decode to
-    /// equal values ([`decodes_same`]).
+    /// Whether the text `new` of the `ordinal`th object of `section` and `type_key` (counted
+    /// as for [`Self::replace_object`]) decodes to that object ([`decodes_as`]); `None` if it
+    /// does not decode or there is no such object.
     fn same_object(
+        &self,
         section: Section,
         type_key: &str,
-        old: &'a Nested,
+        ordinal: usize,
         new: &'a Nested,
     ) -> Option<bool>;
     /// Puts the object decoded from `new` in place of the `ordinal`th object of `section` and
@@ -387,7 +389,7 @@ pub trait ObjectWise<'a> {
 
 /// An object map of a request, as [`ObjectWise`] for the objects of one type key.
 pub trait GroupWise<'a> {
-    fn same_object(type_key: &str, old: &'a Nested, new: &'a Nested) -> Option<bool>;
+    fn same_object(&self, type_key: &str, ordinal: usize, new: &'a Nested) -> Option<bool>;
     fn replace_object(&mut self, type_key: &str, ordinal: usize, new: &'a Nested) -> Option<()>;
 }
 
@@ -408,15 +410,16 @@ macro_rules! object_wise {
             ];
 
             fn same_object(
+                &self,
                 section: Section,
                 type_key: &str,
-                old: &'a Nested,
+                ordinal: usize,
                 new: &'a Nested,
             ) -> Option<bool> {
                 match section {
-                    Section::Parent => decodes_same::<P>(old, new),
-                    Section::Children => C::same_object(type_key, old, new),
-                    Section::Related => R::same_object(type_key, old, new),
+                    Section::Parent => decodes_as(&self.$parent_field, new),
+                    Section::Children => self.$children_field.same_object(type_key, ordinal, new),
+                    Section::Related => self.related.same_object(type_key, ordinal, new),
                 }
             }
 
@@ -444,8 +447,8 @@ object_wise!(DecoratorRequest, "object" object, "attachments" attachments);
 
 /// Every object of an [`ObjectMap`] is a `T`.
 impl<'a, T: Deserialize<'a> + Named + PartialEq> GroupWise<'a> for ObjectMap<T> {
-    fn same_object(_type_key: &str, old: &'a Nested, new: &'a Nested) -> Option<bool> {
-        decodes_same::<T>(old, new)
+    fn same_object(&self, type_key: &str, ordinal: usize, new: &'a Nested) -> Option<bool> {
+        decodes_as(self.get(type_key).get(ordinal)?, new)
     }
 
     fn replace_object(&mut self, type_key: &str, ordinal: usize, new: &'a Nested) -> Option<()> {
@@ -632,7 +635,7 @@ mod tests {
                 Nested::new(Section::Children, old),
                 Nested::new(Section::Children, new),
             );
-            decodes_same::<Object>(&old, &new)
+            decodes_as(&old.decode::<Object>()?, &new)
         };
         let a = r#"{"metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1}}"#;
         assert_eq!(same(a, a), Some(true));
@@ -658,7 +661,7 @@ mod tests {
                 Nested::new(Section::Children, old),
                 Nested::new(Section::Children, new),
             );
-            decodes_same::<Raw>(&old, &new)
+            decodes_as(&old.decode::<Raw>()?, &new)
         };
         let a = r#"{"metadata":{"name":"a"},"spec":{"x":[1]},"status":{"k":"djE="}}"#;
         assert_eq!(same(a, &a.replace("\"name\"", " \"name\"")), Some(true));
