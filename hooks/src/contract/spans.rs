@@ -361,7 +361,7 @@ impl<'de, T: Deserialize<'de> + Named> Visitor<'de> for Unwrap<T> {
 }
 
 /// A request whose objects can be decoded one at a time, as the request decodes them: to tell
-/// whether two texts of one decode the same, or to put one decoded from its new text in place.
+/// whether an object's new text decodes to the object decoded before, or to put it in place.
 pub trait ObjectWise<'a> {
     /// The request's fields that hold objects.
     const SECTIONS: Sections;
