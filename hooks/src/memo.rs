@@ -804,14 +804,16 @@ mod tests {
         Some(splice.objects.iter().map(|o| o.at).collect())
     }
 
+    /// `body` (a `request`) with its parent padded, so that both children make up less than
+    /// half of it.
+    fn padded(body: Vec<u8>) -> Vec<u8> {
+        let pad = format!(r#""namespace":"n","pad":"{}""#, "p".repeat(300));
+        let text = String::from_utf8(body).unwrap();
+        text.replace(r#""namespace":"n""#, &pad).into_bytes()
+    }
+
     #[test]
     fn a_request_that_differs_inside_objects_is_the_kept_one_with_those_decoded_anew() {
-        // The parent padded, so that both children make up less than half the body.
-        let padded = |body: Vec<u8>| {
-            let pad = format!(r#""namespace":"n","pad":"{}""#, "p".repeat(300));
-            let text = String::from_utf8(body).unwrap();
-            text.replace(r#""namespace":"n""#, &pad).into_bytes()
-        };
         let memo = DecodedRequests::<DecodedSpecs>::default();
         let body = padded(request(("x", 1), ("y", 1)));
         specs(&memo, &body);
@@ -849,11 +851,6 @@ mod tests {
 
     #[test]
     fn several_values_that_differ_at_once_are_looked_at_one_by_one() {
-        let padded = |body: Vec<u8>| {
-            let pad = format!(r#""namespace":"n","pad":"{}""#, "p".repeat(300));
-            let text = String::from_utf8(body).unwrap();
-            text.replace(r#""namespace":"n""#, &pad).into_bytes()
-        };
         let body = padded(request(("x", 1), ("y", 1)));
         // A memo that keeps `body`, and the request it decoded from it.
         let keeping_body = || {
