@@ -26,8 +26,9 @@ pub struct Memo {
 }
 
 impl Memo {
-    /// Memos that keep no decoded request, as when every request changed in something the hook
-    /// reads (other than the spec or the certificates): for the benches and `hook_loop`.
+    /// Memos that keep no decoded request, so that every request is decoded whole, as when each
+    /// changed outside every object or in its shape (but not in the spec or the certificates):
+    /// for the benches and `hook_loop`.
     pub fn keeping_no_requests() -> Self {
         Memo {
             requests: Requests::none(),
@@ -198,6 +199,17 @@ impl<R> Source<R> {
     }
 }
 
+impl<R: DecodedRequest> Source<R> {
+    /// The request a splice decodes to ([`Splice::request`]); `None` for a whole body, or if
+    /// one of the splice's objects does not decode.
+    pub fn spliced_request(&self) -> Option<R::Request<'_>> {
+        match self {
+            Source::Whole(_) => None,
+            Source::Spliced(splice) => splice.request(),
+        }
+    }
+}
+
 /// A body that differs from the one `base` was decoded from only inside some of its objects,
 /// each of them one JSON value in both bodies: it decodes to `base`'s request with those objects
 /// decoded from their texts in the body. `base` was decoded whole.
@@ -224,14 +236,12 @@ impl<R: DecodedRequest> Splice<R> {
     pub fn request(&self) -> Option<R::Request<'_>> {
         let mut request = self.base.request().clone();
         for object in &self.objects {
-            let SplicedObject {
-                section,
-                type_key,
-                ordinal,
-                text,
-                ..
-            } = object;
-            request.replace_object(*section, type_key, *ordinal, text)?;
+            request.replace_object(
+                object.section,
+                &object.type_key,
+                object.ordinal,
+                &object.text,
+            )?;
         }
         Some(request)
     }
@@ -260,11 +270,7 @@ macro_rules! decoded_request {
 
             fn splice(splice: $crate::memo::Splice<Self>) -> Option<Self> {
                 let source = $crate::memo::Source::Spliced(splice);
-                Self::try_new(source, |source| match source {
-                    $crate::memo::Source::Spliced(splice) => splice.request().ok_or(()),
-                    $crate::memo::Source::Whole(_) => Err(()),
-                })
-                .ok()
+                Self::try_new(source, |source| source.spliced_request().ok_or(())).ok()
             }
 
             fn source(&self) -> &$crate::memo::Source<Self> {

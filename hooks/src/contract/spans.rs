@@ -396,7 +396,7 @@ pub trait GroupWise<'a> {
 /// Implements [`ObjectWise`] for a request type with a parent (or target) `P` in the field
 /// `$parent`, children (or attachments) `C` in `$children`, and related objects `R`.
 macro_rules! object_wise {
-    ($request:ident, $parent:literal $parent_field:ident, $children:literal $children_field:ident) => {
+    ($request:ident, $parent:ident, $children:ident) => {
         impl<'a, P, C, R> ObjectWise<'a> for $request<P, C, R>
         where
             P: Deserialize<'a> + Named + PartialEq,
@@ -404,8 +404,8 @@ macro_rules! object_wise {
             R: GroupWise<'a>,
         {
             const SECTIONS: Sections = [
-                ($parent, Section::Parent),
-                ($children, Section::Children),
+                (stringify!($parent), Section::Parent),
+                (stringify!($children), Section::Children),
                 ("related", Section::Related),
             ];
 
@@ -417,8 +417,8 @@ macro_rules! object_wise {
                 new: &'a Nested,
             ) -> Option<bool> {
                 match section {
-                    Section::Parent => decodes_as(&self.$parent_field, new),
-                    Section::Children => self.$children_field.same_object(type_key, ordinal, new),
+                    Section::Parent => decodes_as(&self.$parent, new),
+                    Section::Children => self.$children.same_object(type_key, ordinal, new),
                     Section::Related => self.related.same_object(type_key, ordinal, new),
                 }
             }
@@ -431,10 +431,8 @@ macro_rules! object_wise {
                 new: &'a Nested,
             ) -> Option<()> {
                 match section {
-                    Section::Parent => new.decode_into(Some(&mut self.$parent_field)),
-                    Section::Children => {
-                        self.$children_field.replace_object(type_key, ordinal, new)
-                    }
+                    Section::Parent => new.decode_into(Some(&mut self.$parent)),
+                    Section::Children => self.$children.replace_object(type_key, ordinal, new),
                     Section::Related => self.related.replace_object(type_key, ordinal, new),
                 }
             }
@@ -442,8 +440,8 @@ macro_rules! object_wise {
     };
 }
 
-object_wise!(CompositeRequest, "parent" parent, "children" children);
-object_wise!(DecoratorRequest, "object" object, "attachments" attachments);
+object_wise!(CompositeRequest, parent, children);
+object_wise!(DecoratorRequest, object, attachments);
 
 /// Every object of an [`ObjectMap`] is a `T`.
 impl<'a, T: Deserialize<'a> + Named + PartialEq> GroupWise<'a> for ObjectMap<T> {
