@@ -1,8 +1,8 @@
 //! What the hooks remember between requests, shared by every request of a server. A memo saves
 //! time and never changes an answer: each entry is found by every input byte it was made from
-//! (a decoded request, a CA Secret and a spec's plan by the bytes themselves, kept and compared
-//! in full; a leaf by SHA-256 over them), so an input that differs in any byte is worked out
-//! afresh. The one exception is proved, not assumed: a request that differs from a kept one
+//! (a decoded request, a CA Secret, a trust bundle and a spec's plan by the bytes themselves,
+//! kept and compared in full; a leaf by SHA-256 over them), so an input that differs in any byte
+//! is worked out afresh. The one exception is proved, not assumed: a request that differs from a kept one
 //! only inside objects whose two texts decode to equal values decodes to the kept request, and
 //! one whose objects decode differently to the kept request with those decoded anew
 //! ([`DecodedRequests`]).
@@ -16,12 +16,13 @@ use serde::Deserialize;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-/// Every memo of a server: the sync requests decoded before, the certificate checks of
-/// cert-rotation and the spec plans of delete-graph.
+/// Every memo of a server: the sync requests decoded before, the certificate checks and trust
+/// bundles of cert-rotation and the spec plans of delete-graph.
 #[derive(Debug, Default)]
 pub struct Memo {
     pub requests: Requests,
     pub pki: PkiMemo,
+    pub trust_bundles: cert_rotation::sync::TrustBundles,
     pub plans: PlanMemo,
 }
 

@@ -40,7 +40,7 @@ crate::memo::decoded_request!(
 pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
     ctx.memo.requests.cert_rotation.with_request(body, |req| {
         parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
-        let response = sync::sync(req, ctx.now, ctx.rng, &ctx.memo.pki);
+        let response = sync::sync(req, ctx.now, ctx.rng, ctx.memo);
         HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
     })
 }

@@ -6,12 +6,13 @@ use crate::contract::{
     map_only, object_maps, CompositeRequest, CompositeResponse, MetaOut, Object, Strings, Text,
 };
 use crate::json::Json;
+use crate::memo::{fingerprint, made_from, Kept, Memo, Recent};
 use crate::mesh_root_certificate::model::{
     b64, check_combination, provider, role, spiffe_enabled, trust_domain, DataObject,
     DataObjectOut, DataValue, Mrc, Provider, Role, CONFIGMAP_KEY, MANAGED_BY, MRC_KEY, SECRET_KEY,
 };
 use crate::meta::{Condition, PreviousConditions};
-use crate::pki::{Ca, CheckedCas, CheckedLeaves, LeafRequest, PkiMemo};
+use crate::pki::{Ca, CheckedCas, CheckedLeaves, LeafRequest};
 use rand_core::CryptoRngCore;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -88,20 +89,79 @@ struct Issuers<'a> {
     signing: &'a Mrc<'a>,
     validating: &'a Mrc<'a>,
     signing_ca: Arc<Ca>,
-    trust_pem: String,
+    trust: Arc<TrustBundle>,
+}
+
+/// The trust bundle of a signing and a validating CA as a response carries it, each form written
+/// as a JSON string once: the ConfigMap's `ca.crt` (the signing CA's certificate, then the
+/// validating one's when its text differs) and every leaf Secret's `ca.crt` (its base64).
+struct TrustBundle {
+    config_map: DataValue<'static>,
+    secret: DataValue<'static>,
+}
+
+/// Trust bundles written before, remembered between syncs: every resync of a CertificateManager
+/// writes the same bundle, and writing it (base64, then JSON escaping, of a few KB) took about a
+/// tenth of a 25 KB resync. An entry is found by the two CAs' `ca.crt` texts and compared with
+/// them byte for byte, as [`CheckedCas`] finds a CA. Bounded: the [`Self::CAPACITY`] most
+/// recently used.
+#[derive(Debug)]
+pub struct TrustBundles {
+    recent: Recent<Kept<TrustBundle>>,
+}
+
+impl Default for TrustBundles {
+    fn default() -> Self {
+        TrustBundles {
+            // A bundle is a few certificates: bounded by count alone.
+            recent: Recent::new(Self::CAPACITY, usize::MAX),
+        }
+    }
+}
+
+impl TrustBundles {
+    pub const CAPACITY: usize = 64;
+
+    /// The bundle of `signing` and `validating`, written the first time and then remembered.
+    fn get(&self, signing: &Ca, validating: &Ca) -> Arc<TrustBundle> {
+        let (signing, validating) = (signing.pem(), validating.pem());
+        let texts = made_from(&[Some(signing.as_bytes()), Some(validating.as_bytes())]);
+        let key = fingerprint(&texts);
+        if let Some(bundle) = self.recent.recall_made_from(&key, &texts) {
+            return bundle;
+        }
+        let mut pem = with_newline(signing);
+        if validating != signing {
+            pem.push_str(&with_newline(validating));
+        }
+        let bundle = Arc::new(TrustBundle {
+            secret: DataValue::shared(b64(pem.as_bytes())),
+            config_map: DataValue::shared(pem),
+        });
+        // counted by number, not size
+        self.recent
+            .store_made_from(key, texts, Arc::clone(&bundle), 0);
+        bundle
+    }
+
+    /// How many bundles are remembered.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.recent.len()
+    }
 }
 
 pub fn sync<'a>(
     req: &'a SyncRequest<'a>,
     now: OffsetDateTime,
     rng: &mut dyn CryptoRngCore,
-    memo: &PkiMemo,
+    memo: &Memo,
 ) -> SyncResponse<'a> {
     let parent = &req.parent;
     let previous = &parent.status;
     let generation = parent.metadata.generation;
-    match plan(req, now, &memo.cas) {
-        Ok((spec, issuers)) => issue(req, &spec, &issuers, now, rng, &memo.leaves),
+    match plan(req, now, &memo.pki.cas, &memo.trust_bundles) {
+        Ok((spec, issuers)) => issue(req, &spec, &issuers, now, rng, &memo.pki.leaves),
         Err(f) => freeze(req, f, previous, generation, now),
     }
 }
@@ -111,6 +171,7 @@ fn plan<'r>(
     req: &'r SyncRequest,
     now: OffsetDateTime,
     cas: &CheckedCas,
+    bundles: &TrustBundles,
 ) -> Result<(ManagerSpec, Issuers<'r>), Frozen> {
     let parent = &req.parent;
     let ns = parent.metadata.namespace.as_deref().unwrap_or("");
@@ -188,18 +249,14 @@ fn plan<'r>(
         .ok_or_else(|| frozen("NoActiveMRC", "no active MeshRootCertificate"))?;
     let signing_ca = usable_ca(signing, &related_secrets, now, cas)?;
     let validating_ca = usable_ca(validating, &related_secrets, now, cas)?;
-    let mut trust_pem = with_newline(signing_ca.pem());
-    if validating.metadata.name != signing.metadata.name && validating_ca.pem() != signing_ca.pem()
-    {
-        trust_pem.push_str(&with_newline(validating_ca.pem()));
-    }
+    let trust = bundles.get(&signing_ca, &validating_ca);
     Ok((
         spec,
         Issuers {
             signing,
             validating,
             signing_ca,
-            trust_pem,
+            trust,
         },
     ))
 }
@@ -303,12 +360,8 @@ fn issue<'a>(
             annotations: Cow::default(),
         },
         type_: None,
-        data: BTreeMap::from([(
-            Text::from("ca.crt"),
-            DataValue::Made(issuers.trust_pem.clone()),
-        )]),
+        data: BTreeMap::from([(Text::from("ca.crt"), issuers.trust.config_map.clone())]),
     });
-    let trust_b64 = DataValue::shared(b64(issuers.trust_pem.as_bytes()));
     let observed_leaves: HashMap<&str, &DataObject> = req
         .children
         .secrets
@@ -362,7 +415,7 @@ fn issue<'a>(
             },
             type_: Some("kubernetes.io/tls".to_owned()),
             data: BTreeMap::from([
-                (Text::from("ca.crt"), trust_b64.clone()),
+                (Text::from("ca.crt"), issuers.trust.secret.clone()),
                 (Text::from("tls.crt"), tls_crt),
                 (Text::from("tls.key"), tls_key),
             ]),

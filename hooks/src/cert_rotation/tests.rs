@@ -383,7 +383,7 @@ fn rule_2_customize_asks_for_mrcs_and_secrets_of_the_namespace() {
 
 #[test]
 fn a_shared_memo_checks_each_ca_once_and_follows_changed_ca_secrets() {
-    let memo = crate::pki::PkiMemo::default();
+    let memo = crate::memo::Memo::default();
     let run_with = |body: &[u8]| {
         let req: SyncRequest = decode(body).unwrap();
         serde_json::to_value(sync(&req, NOW, &mut rand_core::OsRng, &memo)).unwrap()
@@ -401,14 +401,16 @@ fn a_shared_memo_checks_each_ca_once_and_follows_changed_ca_secrets() {
     let secrets = [ca_secret("a-ca", "a"), ca_secret("b-ca", "b")];
     let first = run_with(&request(spec(), json!({}), &mrcs, &secrets, &[]));
     let again = run_with(&request(spec(), json!({}), &mrcs, &secrets, &[]));
-    assert_eq!(memo.cas.len(), 2, "each CA Secret checked once");
+    assert_eq!(memo.pki.cas.len(), 2, "each CA Secret checked once");
+    assert_eq!(memo.trust_bundles.len(), 1, "the trust bundle written once");
     assert_eq!(first["status"], again["status"]);
     assert_eq!(bundle(&first), bundle(&again));
 
     // The same Secret name with new content: the new CA is checked and trusted, not the old.
     let renewed = [ca_secret("a-ca", "a"), secrets[1].clone()];
     let after = run_with(&request(spec(), json!({}), &mrcs, &renewed, &[]));
-    assert_eq!(memo.cas.len(), 3);
+    assert_eq!(memo.pki.cas.len(), 3);
+    assert_eq!(memo.trust_bundles.len(), 2, "a new bundle for the new CA");
     let pem = |secret: &Value| {
         let text = crate::pki::from_base64(secret["data"]["ca.crt"].as_str().unwrap()).unwrap();
         String::from_utf8(text).unwrap()
@@ -438,7 +440,7 @@ fn a_shared_memo_checks_each_ca_once_and_follows_changed_ca_secrets() {
     ));
     assert_eq!(kept["children"][1]["data"], leaf["data"]);
     assert_eq!(kept_again["children"][1]["data"], leaf["data"]);
-    assert_eq!(memo.leaves.len(), 1);
+    assert_eq!(memo.pki.leaves.len(), 1);
     let renamed = json!({"trustBundle": {"configMapName": "bundle"}, "certificates": [{"secretName": "leaf", "commonName": "api.mesh.cluster.local"}]});
     let reissued = run_with(&request(
         renamed,

@@ -8,6 +8,7 @@ use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// An object with a typed `spec`, `status` and `metadata`; everything else (managedFields, ...)
 /// is skipped. `metadata` is [`ObjectMeta`] unless only the object's name and namespace are
@@ -383,23 +384,42 @@ impl<'de: 'a, 'a> Visitor<'de> for LenientVisitor<'a> {
 /// A JSON string kept as its JSON text (quotes and escapes included) and written out byte for
 /// byte. Secret and ConfigMap values read from a request borrow the request's text: they pass
 /// through a hook without being copied, unescaped or escaped again. A value the hook makes once
-/// and writes into many objects ([`RawString::written`]) is escaped once, not once per object.
-/// Anything but a string is refused when decoding. `Debug` shows the length only: the text may
-/// be Secret data.
+/// and writes into many objects, or many responses ([`RawString::written`]), is escaped once and
+/// shared: a copy is a reference count. Anything but a string is refused when decoding. `Debug`
+/// shows the length only: the text may be Secret data.
 #[derive(Clone)]
-pub struct RawString<'a>(Cow<'a, RawValue>);
+pub struct RawString<'a>(RawText<'a>);
+
+/// Where the text of a [`RawString`] lives.
+#[derive(Clone)]
+enum RawText<'a> {
+    /// In the request.
+    Borrowed(&'a RawValue),
+    /// Written by the hook.
+    Shared(Arc<RawValue>),
+}
+
+impl RawString<'_> {
+    /// The JSON text.
+    fn json(&self) -> &str {
+        match &self.0 {
+            RawText::Borrowed(raw) => raw.get(),
+            RawText::Shared(raw) => raw.get(),
+        }
+    }
+}
 
 /// Equal when their JSON texts are: the same string written with other escapes differs, which
 /// only ever makes two objects compare as different.
 impl PartialEq for RawString<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.0.get() == other.0.get()
+        self.json() == other.json()
     }
 }
 
 impl fmt::Debug for RawString<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "RawString({} bytes)", self.0.get().len())
+        write!(f, "RawString({} bytes)", self.json().len())
     }
 }
 
@@ -409,14 +429,14 @@ impl RawString<'static> {
     pub fn written(text: &str) -> Option<Self> {
         super::encode_raw(text)
             .ok()
-            .map(|raw| RawString(Cow::Owned(raw)))
+            .map(|raw| RawString(RawText::Shared(Arc::from(raw))))
     }
 }
 
 impl RawString<'_> {
     /// The string's value.
     pub fn text(&self) -> Cow<'_, str> {
-        let raw = self.0.get();
+        let raw = self.json();
         let inner = &raw[1..raw.len() - 1];
         if inner.contains('\\') {
             // Already checked to be a JSON string by the parser: this cannot fail.
@@ -431,7 +451,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawString<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = <&'a RawValue>::deserialize(d)?;
         let unexpected = match raw.get().as_bytes().first() {
-            Some(b'"') => return Ok(RawString(Cow::Borrowed(raw))),
+            Some(b'"') => return Ok(RawString(RawText::Borrowed(raw))),
             Some(b'{') => Unexpected::Map,
             Some(b'[') => Unexpected::Seq,
             Some(b'n') => Unexpected::Unit,
@@ -444,7 +464,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawString<'a> {
 
 impl Serialize for RawString<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(s)
+        match &self.0 {
+            RawText::Borrowed(raw) => raw.serialize(s),
+            RawText::Shared(raw) => raw.serialize(s),
+        }
     }
 }
 
