@@ -93,13 +93,14 @@ impl<V> Recent<V> {
         }
     }
 
-    /// The `n` most recently used values, most recent first, without using them.
-    pub fn most_recent(&self, n: usize) -> Vec<Arc<V>> {
+    /// The `n` most recently used values with their keys, most recent first, without using
+    /// them.
+    pub fn most_recent(&self, n: usize) -> Vec<(Fingerprint, Arc<V>)> {
         let entries = self.lock();
         entries
             .iter()
             .take(n)
-            .map(|e| Arc::clone(&e.value))
+            .map(|e| (e.key, Arc::clone(&e.value)))
             .collect()
     }
 
@@ -365,9 +366,13 @@ impl<R: DecodedRequest> DecodedRequests<R> {
         // The kept request the body differs from inside values, if one of the most recent is:
         // then older ones are not looked at.
         let mut nearest = None;
-        for kept in self.kept.most_recent(Self::NEARBY) {
+        for (kept_key, kept) in self.kept.most_recent(Self::NEARBY) {
             match kept.compare(body) {
-                Nearby::Same => return answer(kept.decoded.request()),
+                Nearby::Same => {
+                    // Used: now the most recent, so that its parent's next request finds it.
+                    self.kept.recall(&kept_key);
+                    return answer(kept.decoded.request());
+                }
                 Nearby::Moved(moved) => {
                     nearest = Some((kept, moved));
                     break;
@@ -1064,22 +1069,34 @@ mod tests {
 
     #[test]
     fn only_the_most_recently_used_are_looked_at_for_a_nearby_request() {
-        let memo = DecodedRequests::<DecodedSpecs>::default();
         let body = request(("x", 1), ("y", 1));
-        let (_, kept) = specs(&memo, &body);
         let others = DecodedRequests::<DecodedSpecs>::NEARBY;
+        // Another parent's request: apart from the ones of `body`'s parent (they differ in
+        // more than half their bytes).
+        let long = "o".repeat(2 * body.len());
+        let other = |n: usize| request((&long, 1), (&n.to_string(), 1));
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let (_, kept) = specs(&memo, &body);
         for n in 0..others {
-            specs(&memo, &request(("o", 1), (&n.to_string(), 1)));
+            specs(&memo, &other(n));
         }
         assert_ne!(specs(&memo, &request(("x", 2), ("y", 1))).1, kept);
         // Used again, it is among them.
         let memo = DecodedRequests::<DecodedSpecs>::default();
         let (_, kept) = specs(&memo, &body);
         for n in 0..others {
-            specs(&memo, &request(("o", 1), (&n.to_string(), 1)));
+            specs(&memo, &other(n));
             specs(&memo, &body);
         }
         assert_eq!(specs(&memo, &request(("x", 2), ("y", 1))).1, kept);
+        // Answering a nearby request uses it too.
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let (_, kept) = specs(&memo, &body);
+        for n in 0..=others {
+            specs(&memo, &other(n));
+            let version = u32::try_from(n).unwrap() + 2;
+            assert_eq!(specs(&memo, &request(("x", version), ("y", 1))).1, kept);
+        }
     }
 
     #[test]
