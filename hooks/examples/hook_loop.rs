@@ -1,25 +1,27 @@
-//! Runs one hook on one request file a given number of times, as the server does (registry
-//! lookup, real clock, OS randomness, one set of memos shared between the runs), and prints
-//! the total size of the answers. The request is kept decoded the first time it comes, so from
-//! the second run on it is found kept, as on a resync of a parent that has not changed. After
-//! the count: with `nearby` each run's request differs from the first in a child's
-//! `resourceVersion`, which no hook reads, and is answered from the kept one (`make bench-load`'s
-//! `VARY=1`); with `outside` each differs from the one before outside every object (a
-//! generation in the controller), so it is decoded and kept (`VARY=2`); with `read` each differs
-//! from the one before in the first object's `metadata.generation`, which the hooks decode, so
-//! it is the kept request with that object decoded anew (`VARY=3`); with `read2` each differs so
-//! in the generations of the first two objects that have one, each decoded anew when read; with
-//! `changed` every run decodes it whole and keeps nothing, as for a request that changed outside
-//! every object or in its shape (the other memos still shared); with `cold` every run starts
-//! with empty memos, as the first sync after a start (cert-rotation then checks its CAs and
-//! every leaf). With `floor` instead of a hook id it runs
-//! the benches' floor on the same bytes: parse into `serde_json::Value` and serialize it back;
-//! with `scan`, serde_json walking the bytes and keeping nothing. Meant for `valgrind
-//! --tool=callgrind`, whose instruction count is the same from run to run on a noisy machine,
-//! and for perf; docs/BENCHMARKS.md gives the commands.
+//! Runs one hook on one request file a given number of times, as the server does (registry lookup,
+//! real clock, OS randomness, one set of memos shared between the runs), and prints the total size
+//! of the answers. The request is kept decoded the first time it comes, so from the second run on
+//! it is found kept, as on a resync of a parent that has not changed. After the count: with
+//! `nearby` each run's request differs from the first in a child's `resourceVersion`, which no hook
+//! reads, and is answered from the kept one (`make bench-load`'s `VARY=1`); with `settled` the
+//! first run's request is the file's and every later one the same other request, one child's
+//! `resourceVersion` away from it, so that it is answered from the kept one the first time and then
+//! found at once, as on the resyncs of a parent after a change in what no hook reads; with
+//! `outside` each differs from the one before outside every object (a generation in the
+//! controller), so it is decoded and kept (`VARY=2`); with `read` each differs from the one before
+//! in the first object's `metadata.generation`, which the hooks decode, so it is the kept request
+//! with that object decoded anew (`VARY=3`); with `read2` each differs so in the generations of the
+//! first two objects that have one, each decoded anew when read; with `changed` every run decodes
+//! it whole and keeps nothing, as for a request that changed outside every object or in its shape
+//! (the other memos still shared); with `cold` every run starts with empty memos, as the first sync
+//! after a start (cert-rotation then checks its CAs and every leaf). With `floor` instead of a hook
+//! id it runs the benches' floor on the same bytes: parse into `serde_json::Value` and serialize it
+//! back; with `scan`, serde_json walking the bytes and keeping nothing. Meant for `valgrind
+//! --tool=callgrind`, whose instruction count is the same from run to run on a noisy machine, and
+//! for perf; docs/BENCHMARKS.md gives the commands.
 //!
 //! Usage: hook_loop <hook id, e.g. delete-graph/sync, or floor, or scan> <request.json> <runs>
-//! [nearby | outside | read | read2 | changed | cold]
+//! [nearby | settled | outside | read | read2 | changed | cold]
 
 use metahooks_hooks::memo::Memo;
 use metahooks_hooks::registry::{find, HookContext};
@@ -31,6 +33,9 @@ enum Memos {
     Shared,
     /// One set, each run's request another child's `resourceVersion` away from the first.
     Nearby,
+    /// One set, the first run's request the file's, every later one the same request one
+    /// child's `resourceVersion` away from it.
+    Settled,
     /// One set, each run's request another controller generation away from the one before.
     Outside,
     /// One set, each run's request another generation of the first object away from the one
@@ -49,6 +54,7 @@ fn request_of(body: &[u8], run: usize, memos: &Memos) -> Result<Vec<u8>, String>
     let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
     let (marker, insert) = match memos {
         Memos::Nearby => (r#""resourceVersion":""#, format!("{run:03}")),
+        Memos::Settled if run > 0 => (r#""resourceVersion":""#, "1".to_owned()),
         Memos::Outside => (r#""controller":{"#, format!(r#""generation":{run},"#)),
         // Digits put in front of the generation's: a number that starts with 1.
         Memos::Read | Memos::Read2 => (r#""generation":"#, format!("1{run:03}")),
@@ -76,6 +82,7 @@ fn main() -> Result<(), String> {
     let (id, path, runs, memos) = match args.as_slice() {
         [id, path, runs] => (id, path, runs, Memos::Shared),
         [id, path, runs, memos] if memos == "nearby" => (id, path, runs, Memos::Nearby),
+        [id, path, runs, memos] if memos == "settled" => (id, path, runs, Memos::Settled),
         [id, path, runs, memos] if memos == "outside" => (id, path, runs, Memos::Outside),
         [id, path, runs, memos] if memos == "read" => (id, path, runs, Memos::Read),
         [id, path, runs, memos] if memos == "read2" => (id, path, runs, Memos::Read2),
@@ -84,7 +91,7 @@ fn main() -> Result<(), String> {
         _ => {
             return Err(
                 "usage: hook_loop <hook id | floor | scan> <request.json> <runs> \
-                 [nearby | outside | read | read2 | changed | cold]"
+                 [nearby | settled | outside | read | read2 | changed | cold]"
                     .into(),
             )
         }

@@ -93,14 +93,13 @@ impl<V> Recent<V> {
         }
     }
 
-    /// The `n` most recently used values with their keys, most recent first, without using
-    /// them.
-    pub fn most_recent(&self, n: usize) -> Vec<(Fingerprint, Arc<V>)> {
+    /// The `n` most recently used values, most recent first, without using them.
+    pub fn most_recent(&self, n: usize) -> Vec<Arc<V>> {
         let entries = self.lock();
         entries
             .iter()
             .take(n)
-            .map(|e| (e.key, Arc::clone(&e.value)))
+            .map(|e| Arc::clone(&e.value))
             .collect()
     }
 
@@ -303,8 +302,9 @@ pub(crate) use decoded_request;
 ///
 /// Bounded: the [`Self::CAPACITY`] most recently used, and [`Self::BYTES`] between them, each
 /// counted as twice its text (decoding keeps 0.26-0.66 times the text beside it on the load
-/// run's requests), a splice as twice its text and its base's; a request larger than half the
-/// bound is decoded on every sync, without a fingerprint.
+/// run's requests), a splice as twice its text and its base's, bytes answered from a kept
+/// request as twice their text and that request's; a request larger than half the bound is
+/// decoded on every sync, without a fingerprint.
 pub struct DecodedRequests<R> {
     kept: Recent<KeptRequest<R>>,
 }
@@ -312,6 +312,9 @@ pub struct DecodedRequests<R> {
 /// A decoded request, with where its objects are once a request was compared with it.
 struct KeptRequest<R> {
     decoded: Arc<R>,
+    /// Bytes answered with `decoded` without being decoded, when they are not the bytes it was
+    /// decoded from: they differ from those only inside objects whose texts decode the same.
+    answered: Option<Box<[u8]>>,
     spans: OnceLock<Option<ObjectSpans>>,
 }
 
@@ -356,7 +359,7 @@ impl<R: DecodedRequest> DecodedRequests<R> {
         }
         let key = fingerprint(body);
         if let Some(kept) = self.kept.recall(&key) {
-            if kept.decoded.bytes() == body {
+            if kept.bytes() == body {
                 return answer(kept.decoded.request());
             }
             // Different bytes with the same fingerprint: decoded, and not kept in place of the
@@ -366,12 +369,19 @@ impl<R: DecodedRequest> DecodedRequests<R> {
         // The kept request the body differs from inside values, if one of the most recent is:
         // then older ones are not looked at.
         let mut nearest = None;
-        for (kept_key, kept) in self.kept.most_recent(Self::NEARBY) {
+        for kept in self.kept.most_recent(Self::NEARBY) {
             match kept.compare(body) {
-                Nearby::Same => {
-                    // Used: now the most recent, so that its parent's next request finds it.
-                    self.kept.recall(&kept_key);
-                    return answer(kept.decoded.request());
+                Nearby::Same(changes) => {
+                    // Kept under these bytes too, as the most recent: the parent's next sync
+                    // usually sends them again, and then finds them at once.
+                    let same = Arc::new(KeptRequest {
+                        decoded: Arc::clone(&kept.decoded),
+                        answered: Some(body.into()),
+                        spans: OnceLock::from(kept.spans().map(|s| s.moved(&changes))),
+                    });
+                    self.kept
+                        .store(key, Arc::clone(&same), Self::counted_size(&same));
+                    return answer(same.decoded.request());
                 }
                 Nearby::Moved(moved) => {
                     nearest = Some((kept, moved));
@@ -397,30 +407,34 @@ impl<R: DecodedRequest> DecodedRequests<R> {
             Some(decoded) => decoded,
             None => R::decode(body.into())?,
         };
-        let size = Self::counted_size(&decoded);
         let kept = Arc::new(KeptRequest {
             decoded: Arc::new(decoded),
+            answered: None,
             spans,
         });
-        self.kept.store(key, Arc::clone(&kept), size);
+        self.kept
+            .store(key, Arc::clone(&kept), Self::counted_size(&kept));
         answer(kept.decoded.request())
     }
 
-    /// What a kept request counts for against the bound: twice its text, and for a splice twice
-    /// its base's too (kept for as long as the splice is, even once dropped from the memo).
-    fn counted_size(decoded: &R) -> usize {
+    /// What a kept request counts for against the bound: twice its text, for a splice twice
+    /// its base's too, and for bytes answered from a request twice that request's as counted
+    /// (each kept for as long as what is made from it, even once dropped from the memo).
+    fn counted_size(kept: &KeptRequest<R>) -> usize {
+        let decoded = &kept.decoded;
         let base = match decoded.source() {
             Source::Whole(_) => 0,
             Source::Spliced(splice) => splice.base.bytes().len(),
         };
-        2 * (decoded.bytes().len() + base)
+        let answered = kept.answered.as_ref().map_or(0, |bytes| bytes.len());
+        2 * (answered + decoded.bytes().len() + base)
     }
 }
 
 /// How a request compares with a kept one.
 enum Nearby {
-    /// It decodes to the kept request.
-    Same,
+    /// It decodes to the kept request: it differs from it in these values only.
+    Same(Vec<Change>),
     /// It differs from the kept request only inside values of its spans, each one JSON value
     /// in it too, and decodes differently.
     Moved(Moved),
@@ -439,10 +453,17 @@ struct Moved {
 }
 
 impl<R: DecodedRequest> KeptRequest<R> {
+    /// The bytes this request is kept under.
+    fn bytes(&self) -> &[u8] {
+        self.answered
+            .as_deref()
+            .unwrap_or_else(|| self.decoded.bytes())
+    }
+
     /// Where this request's objects are; found the first time they are asked for.
     fn spans(&self) -> Option<&ObjectSpans> {
         let sections = <R::Request<'_> as ObjectWise<'_>>::SECTIONS;
-        let bytes = self.decoded.bytes();
+        let bytes = self.bytes();
         self.spans
             .get_or_init(|| ObjectSpans::of(bytes, &sections))
             .as_ref()
@@ -451,7 +472,7 @@ impl<R: DecodedRequest> KeptRequest<R> {
     /// How `body`, which differs from this request's bytes, compares with it. Bodies that
     /// differ in more than half their bytes are apart without looking for objects.
     fn compare(&self, body: &[u8]) -> Nearby {
-        let kept = self.decoded.bytes();
+        let kept = self.bytes();
         let differ = differing(kept, body);
         let (start, kept_end, body_end) = differ;
         if 2 * (kept_end - start).max(body_end - start) > kept.len() {
@@ -493,7 +514,7 @@ impl<R: DecodedRequest> KeptRequest<R> {
             }
         }
         if objects.is_empty() && !field {
-            return Nearby::Same;
+            return Nearby::Same(changes);
         }
         Nearby::Moved(Moved {
             changes,
@@ -734,15 +755,19 @@ mod tests {
         let body = request(("x", 1), ("y", 1));
         let (_, kept) = specs(&memo, &body);
         // One child's resourceVersion, which no hook reads, in the first object and the last,
-        // and one that changes the body's length: the kept request answers, nothing is added.
+        // and one that changes the body's length: the kept request answers, and is kept under
+        // those bytes too, so that the parent's next sync with them finds it at once.
         for changed in [
             request(("x", 2), ("y", 1)),
             request(("x", 1), ("y", 9)),
             request(("x", 1), ("y", 1234)),
         ] {
             assert_eq!(specs(&memo, &changed), (vec!["x".into(), "y".into()], kept));
+            let found = memo.kept.recall(&fingerprint(&changed)).unwrap();
+            assert_eq!(found.bytes(), changed);
+            assert_eq!(found.decoded.request() as *const Specs as usize, kept);
         }
-        assert_eq!(memo.kept.len(), 1);
+        assert_eq!(memo.kept.len(), 4);
         // Whitespace inside an object, and a string written with an escape that decodes to the
         // same text.
         let text = String::from_utf8(body.clone()).unwrap();
@@ -878,7 +903,7 @@ mod tests {
             specs(&memo, &unread).1,
             base.request() as *const Specs as usize
         );
-        assert_eq!(memo.kept.len(), 1);
+        assert_eq!(memo.kept.len(), 2);
         // Both specs; one spec and the other's resourceVersion: spliced, with the children that
         // decode differently. A spec and the finalizing field; a spec and the key of an object
         // after it: decoded whole.
@@ -925,24 +950,30 @@ mod tests {
 
     /// What a kept request works out for a body that differs from it, checked: a body it
     /// answers decodes to it; where the objects of a body it moves are, equal to where they are
-    /// found afresh; and a request spliced from it, equal to the body decoded whole. Returns the
-    /// splice, kept, if there is one.
+    /// found afresh; and a request spliced from it, equal to the body decoded whole. Returns what
+    /// is kept for the body, if anything: the request it answers with, or the splice.
     fn checked<R>(kept: KeptRequest<R>, changed: &[u8]) -> Option<KeptRequest<R>>
     where
         R: DecodedRequest,
         for<'a> R::Request<'a>: PartialEq + std::fmt::Debug,
     {
         let decoded_whole = || R::decode(changed.into()).expect("a body the memo reads decodes");
+        let sections = <R::Request<'_> as ObjectWise<'_>>::SECTIONS;
         let moved = match kept.compare(changed) {
             Nearby::Apart => return None,
-            Nearby::Same => {
+            Nearby::Same(changes) => {
                 assert_eq!(kept.decoded.request(), decoded_whole().request());
-                return None;
+                let spans = kept.spans().unwrap().moved(&changes);
+                assert_eq!(Some(&spans), ObjectSpans::of(changed, &sections).as_ref());
+                return Some(KeptRequest {
+                    decoded: Arc::clone(&kept.decoded),
+                    answered: Some(changed.into()),
+                    spans: OnceLock::from(Some(spans)),
+                });
             }
             Nearby::Moved(moved) => moved,
         };
         let spans = kept.spans().unwrap().moved(&moved.changes);
-        let sections = <R::Request<'_> as ObjectWise<'_>>::SECTIONS;
         assert_eq!(Some(&spans), ObjectSpans::of(changed, &sections).as_ref());
         if moved.field {
             return None;
@@ -951,6 +982,7 @@ mod tests {
         assert_eq!(spliced.request(), decoded_whole().request());
         Some(KeptRequest {
             decoded: Arc::new(spliced),
+            answered: None,
             spans: OnceLock::from(Some(spans)),
         })
     }
@@ -964,6 +996,7 @@ mod tests {
     {
         let whole = |body: &[u8]| KeptRequest {
             decoded: Arc::new(R::decode(body.into()).unwrap()),
+            answered: None,
             spans: OnceLock::new(),
         };
         let once = edited(body, first.0, first.1, first.2);
@@ -1108,6 +1141,7 @@ mod tests {
         // would leave it.
         let collided = Arc::new(KeptRequest {
             decoded: Arc::new(DecodedSpecs::decode(request(("a", 1), ("y", 1)).into()).unwrap()),
+            answered: None,
             spans: OnceLock::new(),
         });
         memo.kept.store(key, Arc::clone(&collided), 10);
@@ -1137,13 +1171,16 @@ mod tests {
             .kept
             .recall(&fingerprint(&request(("a", 1), ("a", 1))))
             .is_none());
-        // A splice counts its base's text as well: room for a request and a splice of it as
-        // counted, and not one byte less.
-        for (room, kept) in [(3 * size, 2), (3 * size - 1, 1)] {
-            let memo = DecodedRequests::<DecodedSpecs>::new(10, room);
-            specs(&memo, &body);
-            specs(&memo, &request(("z", 1), ("y", 1)));
-            assert_eq!(memo.kept.len(), kept);
+        // A splice counts its base's text as well, and so do bytes answered from a kept
+        // request (a resourceVersion): room for a request and one of them as counted, and not
+        // one byte less.
+        for other in [request(("z", 1), ("y", 1)), request(("x", 2), ("y", 1))] {
+            for (room, kept) in [(3 * size, 2), (3 * size - 1, 1)] {
+                let memo = DecodedRequests::<DecodedSpecs>::new(10, room);
+                specs(&memo, &body);
+                specs(&memo, &other);
+                assert_eq!(memo.kept.len(), kept);
+            }
         }
         // A request larger than half the bound is decoded and not kept.
         let small = DecodedRequests::<DecodedSpecs>::new(10, size - 1);
