@@ -14,6 +14,7 @@ use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate, R
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Every memo of a server: the sync requests decoded before, the certificate checks and trust
@@ -306,15 +307,33 @@ pub(crate) use decoded_request;
 /// request as twice their text and that request's; a request larger than half the bound is
 /// decoded on every sync, without a fingerprint.
 pub struct DecodedRequests<R> {
-    kept: Recent<KeptRequest<R>>,
+    kept: Recent<KeptBody<R>>,
+}
+
+/// What is kept under a body's fingerprint.
+enum KeptBody<R> {
+    /// The request decoded from the body (whole, or spliced from a kept one).
+    Decoded(Arc<KeptRequest<R>>),
+    /// A body answered with a kept request: that request's bytes with some of its values
+    /// written otherwise, inside objects whose two texts decode the same. Only the values are
+    /// kept, not a copy of the body.
+    Answered {
+        request: Arc<KeptRequest<R>>,
+        values: Vec<Rewritten>,
+    },
+}
+
+/// A value of a kept request's bytes as an answered body writes it.
+struct Rewritten {
+    /// Where the value is in the kept request's bytes.
+    kept: Range<usize>,
+    /// Its text in the answered body.
+    text: Box<[u8]>,
 }
 
 /// A decoded request, with where its objects are once a request was compared with it.
 struct KeptRequest<R> {
     decoded: Arc<R>,
-    /// Bytes answered with `decoded` without being decoded, when they are not the bytes it was
-    /// decoded from: they differ from those only inside objects whose texts decode the same.
-    answered: Option<Box<[u8]>>,
     spans: OnceLock<Option<ObjectSpans>>,
 }
 
@@ -359,29 +378,41 @@ impl<R: DecodedRequest> DecodedRequests<R> {
         }
         let key = fingerprint(body);
         if let Some(kept) = self.kept.recall(&key) {
-            if kept.bytes() == body {
-                return answer(kept.decoded.request());
+            if kept.is(body) {
+                return answer(kept.request().decoded.request());
             }
             // Different bytes with the same fingerprint: decoded, and not kept in place of the
             // request already under this key.
             return answer(&crate::contract::decode(body)?);
         }
-        // The kept request the body differs from inside values, if one of the most recent is:
-        // then older ones are not looked at.
-        let mut nearest = None;
+        // The kept request the body differs from inside values, if one of those of the most
+        // recent bodies is: then older ones are not looked at.
+        let mut requests: Vec<Arc<KeptRequest<R>>> = Vec::with_capacity(Self::NEARBY);
         for kept in self.kept.most_recent(Self::NEARBY) {
+            if !requests.iter().any(|r| Arc::ptr_eq(r, kept.request())) {
+                requests.push(Arc::clone(kept.request()));
+            }
+        }
+        let mut nearest = None;
+        for kept in requests {
             match kept.compare(body) {
-                Nearby::Same(changes) => {
-                    // Kept under these bytes too, as the most recent: the parent's next sync
-                    // usually sends them again, and then finds them at once.
-                    let same = Arc::new(KeptRequest {
-                        decoded: Arc::clone(&kept.decoded),
-                        answered: Some(body.into()),
-                        spans: OnceLock::from(kept.spans().map(|s| s.moved(&changes))),
+                Nearby::Same(values) => {
+                    // Kept under these bytes too: the parent's next sync usually sends them
+                    // again, and then finds them at once.
+                    let values = values
+                        .into_iter()
+                        .map(|(kept, now)| Rewritten {
+                            kept,
+                            text: body[now].into(),
+                        })
+                        .collect();
+                    let answered = Arc::new(KeptBody::Answered {
+                        request: kept,
+                        values,
                     });
                     self.kept
-                        .store(key, Arc::clone(&same), Self::counted_size(&same));
-                    return answer(same.decoded.request());
+                        .store(key, Arc::clone(&answered), answered.counted_size());
+                    return answer(answered.request().decoded.request());
                 }
                 Nearby::Moved(moved) => {
                     nearest = Some((kept, moved));
@@ -407,34 +438,68 @@ impl<R: DecodedRequest> DecodedRequests<R> {
             Some(decoded) => decoded,
             None => R::decode(body.into())?,
         };
-        let kept = Arc::new(KeptRequest {
+        let kept = Arc::new(KeptBody::Decoded(Arc::new(KeptRequest {
             decoded: Arc::new(decoded),
-            answered: None,
             spans,
-        });
-        self.kept
-            .store(key, Arc::clone(&kept), Self::counted_size(&kept));
-        answer(kept.decoded.request())
+        })));
+        self.kept.store(key, Arc::clone(&kept), kept.counted_size());
+        answer(kept.request().decoded.request())
+    }
+}
+
+impl<R: DecodedRequest> KeptBody<R> {
+    /// The kept request that answers the body.
+    fn request(&self) -> &Arc<KeptRequest<R>> {
+        match self {
+            KeptBody::Decoded(request) | KeptBody::Answered { request, .. } => request,
+        }
     }
 
-    /// What a kept request counts for against the bound: twice its text, for a splice twice
-    /// its base's too, and for bytes answered from a request twice that request's as counted
-    /// (each kept for as long as what is made from it, even once dropped from the memo).
-    fn counted_size(kept: &KeptRequest<R>) -> usize {
-        let decoded = &kept.decoded;
+    /// Whether `body` is the body kept.
+    fn is(&self, body: &[u8]) -> bool {
+        let kept = self.request().decoded.bytes();
+        let KeptBody::Answered { values, .. } = self else {
+            return kept == body;
+        };
+        let (mut at, mut rest) = (0, body);
+        for value in values {
+            let same = &kept[at..value.kept.start];
+            let Some((before, after)) = rest.split_at_checked(same.len()) else {
+                return false;
+            };
+            let Some((text, after)) = after.split_at_checked(value.text.len()) else {
+                return false;
+            };
+            if before != same || text != &*value.text {
+                return false;
+            }
+            (at, rest) = (value.kept.end, after);
+        }
+        rest == &kept[at..]
+    }
+
+    /// What it counts for against the bound: twice the request's text, for a splice twice its
+    /// base's too (kept for as long as the splice is, even once dropped from the memo), and
+    /// for an answered body twice its values' texts besides (with the request it keeps).
+    fn counted_size(&self) -> usize {
+        let decoded = &self.request().decoded;
         let base = match decoded.source() {
             Source::Whole(_) => 0,
             Source::Spliced(splice) => splice.base.bytes().len(),
         };
-        let answered = kept.answered.as_ref().map_or(0, |bytes| bytes.len());
-        2 * (answered + decoded.bytes().len() + base)
+        let values = match self {
+            KeptBody::Decoded(_) => 0,
+            KeptBody::Answered { values, .. } => values.iter().map(|v| v.text.len()).sum(),
+        };
+        2 * (decoded.bytes().len() + base + values)
     }
 }
 
 /// How a request compares with a kept one.
 enum Nearby {
-    /// It decodes to the kept request: it differs from it in these values only.
-    Same(Vec<Change>),
+    /// It decodes to the kept request: it differs from it only in these values, each given
+    /// as where it is in the kept request's bytes and where in the request's.
+    Same(Vec<(Range<usize>, Range<usize>)>),
     /// It differs from the kept request only inside values of its spans, each one JSON value
     /// in it too, and decodes differently.
     Moved(Moved),
@@ -453,17 +518,10 @@ struct Moved {
 }
 
 impl<R: DecodedRequest> KeptRequest<R> {
-    /// The bytes this request is kept under.
-    fn bytes(&self) -> &[u8] {
-        self.answered
-            .as_deref()
-            .unwrap_or_else(|| self.decoded.bytes())
-    }
-
     /// Where this request's objects are; found the first time they are asked for.
     fn spans(&self) -> Option<&ObjectSpans> {
         let sections = <R::Request<'_> as ObjectWise<'_>>::SECTIONS;
-        let bytes = self.bytes();
+        let bytes = self.decoded.bytes();
         self.spans
             .get_or_init(|| ObjectSpans::of(bytes, &sections))
             .as_ref()
@@ -472,7 +530,7 @@ impl<R: DecodedRequest> KeptRequest<R> {
     /// How `body`, which differs from this request's bytes, compares with it. Bodies that
     /// differ in more than half their bytes are apart without looking for objects.
     fn compare(&self, body: &[u8]) -> Nearby {
-        let kept = self.bytes();
+        let kept = self.decoded.bytes();
         let differ = differing(kept, body);
         let (start, kept_end, body_end) = differ;
         if 2 * (kept_end - start).max(body_end - start) > kept.len() {
@@ -484,7 +542,7 @@ impl<R: DecodedRequest> KeptRequest<R> {
         let Some(changes) = spans.changes(kept, body, differ) else {
             return Nearby::Apart;
         };
-        let (mut objects, mut field) = (Vec::new(), false);
+        let (mut values, mut objects, mut field) = (Vec::new(), Vec::new(), false);
         // Where the values start in `body`: moved by the change of length of those before.
         let mut shift = 0isize;
         for change in &changes {
@@ -497,6 +555,7 @@ impl<R: DecodedRequest> KeptRequest<R> {
             let Some(Ok(now)) = body.get(start..end).map(std::str::from_utf8) else {
                 return Nearby::Apart;
             };
+            values.push((span.start..span.end, start..end));
             let Some((section, span, ordinal)) = spans.object(change.at) else {
                 // A top-level field's value: one JSON value, or not.
                 if serde_json::from_str::<IgnoredAny>(now).is_err() {
@@ -514,7 +573,7 @@ impl<R: DecodedRequest> KeptRequest<R> {
             }
         }
         if objects.is_empty() && !field {
-            return Nearby::Same(changes);
+            return Nearby::Same(values);
         }
         Nearby::Moved(Moved {
             changes,
@@ -725,7 +784,7 @@ mod tests {
         let (read, first) = specs(&memo, &body);
         assert_eq!(read, ["x", "y"]);
         assert_eq!(memo.kept.len(), 1);
-        let kept = memo.kept.recall(&fingerprint(&body)).unwrap();
+        let kept = Arc::clone(memo.kept.recall(&fingerprint(&body)).unwrap().request());
         assert_eq!(first, kept.decoded.request() as *const Specs as usize);
         // The second time it is the kept request that answers.
         assert_eq!(specs(&memo, &body), (read, first));
@@ -764,8 +823,16 @@ mod tests {
         ] {
             assert_eq!(specs(&memo, &changed), (vec!["x".into(), "y".into()], kept));
             let found = memo.kept.recall(&fingerprint(&changed)).unwrap();
-            assert_eq!(found.bytes(), changed);
-            assert_eq!(found.decoded.request() as *const Specs as usize, kept);
+            assert!(found.is(&changed) && !found.is(&body));
+            let longer = [&changed[..], b" "].concat();
+            let other = request(("x", 3), ("y", 1));
+            for not in [&longer, &changed[..changed.len() - 1], &other] {
+                assert!(!found.is(not));
+            }
+            assert_eq!(
+                found.request().decoded.request() as *const Specs as usize,
+                kept
+            );
         }
         assert_eq!(memo.kept.len(), 4);
         // Whitespace inside an object, and a string written with an escape that decodes to the
@@ -807,7 +874,7 @@ mod tests {
             text.replace("false}", "true}").into_bytes(),
         ] {
             specs(&memo, &changed);
-            let kept = memo.kept.recall(&fingerprint(&changed)).unwrap();
+            let kept = Arc::clone(memo.kept.recall(&fingerprint(&changed)).unwrap().request());
             let moved = kept.spans.get().expect("spans moved, not looked for");
             let sections = <Specs as ObjectWise>::SECTIONS;
             assert_eq!(moved, &ObjectSpans::of(&changed, &sections));
@@ -820,7 +887,7 @@ mod tests {
             &memo,
             br#"{"parent":{"metadata":{"name":"q"}},"children":{}}"#,
         );
-        let first = memo.kept.recall(&fingerprint(&body)).unwrap();
+        let first = Arc::clone(memo.kept.recall(&fingerprint(&body)).unwrap().request());
         assert!(first.spans.get().is_none());
     }
 
@@ -831,7 +898,7 @@ mod tests {
         body: &[u8],
         base: &Arc<DecodedSpecs>,
     ) -> Option<Vec<usize>> {
-        let kept = memo.kept.recall(&fingerprint(body)).unwrap();
+        let kept = Arc::clone(memo.kept.recall(&fingerprint(body)).unwrap().request());
         let plain = crate::contract::decode::<Specs>(body).unwrap();
         assert_eq!(kept.decoded.request(), &plain);
         let Source::Spliced(splice) = kept.decoded.source() else {
@@ -854,7 +921,14 @@ mod tests {
         let memo = DecodedRequests::<DecodedSpecs>::default();
         let body = padded(request(("x", 1), ("y", 1)));
         specs(&memo, &body);
-        let base = Arc::clone(&memo.kept.recall(&fingerprint(&body)).unwrap().decoded);
+        let base = Arc::clone(
+            &memo
+                .kept
+                .recall(&fingerprint(&body))
+                .unwrap()
+                .request()
+                .decoded,
+        );
         // Child b (place 2, after the parent and a), then a, then b again: each request is the
         // first one with the children changed since decoded anew from the new body.
         for (a, b, places) in [
@@ -871,7 +945,14 @@ mod tests {
         let memo = DecodedRequests::<DecodedSpecs>::default();
         let body = request(("x", 1), ("y", 1));
         specs(&memo, &body);
-        let base = Arc::clone(&memo.kept.recall(&fingerprint(&body)).unwrap().decoded);
+        let base = Arc::clone(
+            &memo
+                .kept
+                .recall(&fingerprint(&body))
+                .unwrap()
+                .request()
+                .decoded,
+        );
         let one = request(("x", 1), ("z", 1));
         specs(&memo, &one);
         assert_eq!(spliced(&memo, &one, &base), Some(vec![2]));
@@ -881,7 +962,14 @@ mod tests {
         // A top-level field's value is no object: decoded whole.
         let text = String::from_utf8(two.clone()).unwrap();
         let finalizing = text.replace("false}", "true}").into_bytes();
-        let base = Arc::clone(&memo.kept.recall(&fingerprint(&two)).unwrap().decoded);
+        let base = Arc::clone(
+            &memo
+                .kept
+                .recall(&fingerprint(&two))
+                .unwrap()
+                .request()
+                .decoded,
+        );
         specs(&memo, &finalizing);
         assert_eq!(spliced(&memo, &finalizing, &base), None);
     }
@@ -893,7 +981,14 @@ mod tests {
         let keeping_body = || {
             let memo = DecodedRequests::<DecodedSpecs>::default();
             specs(&memo, &body);
-            let base = Arc::clone(&memo.kept.recall(&fingerprint(&body)).unwrap().decoded);
+            let base = Arc::clone(
+                &memo
+                    .kept
+                    .recall(&fingerprint(&body))
+                    .unwrap()
+                    .request()
+                    .decoded,
+            );
             (memo, base)
         };
         // Both children's resourceVersions, one longer: answered from the kept request.
@@ -948,6 +1043,14 @@ mod tests {
         changed
     }
 
+    /// `body` decoded whole, as the memo keeps it.
+    fn whole<R: DecodedRequest>(body: &[u8]) -> KeptRequest<R> {
+        KeptRequest {
+            decoded: Arc::new(R::decode(body.into()).unwrap()),
+            spans: OnceLock::new(),
+        }
+    }
+
     /// What a kept request works out for a body that differs from it, checked: a body it
     /// answers decodes to it; where the objects of a body it moves are, equal to where they are
     /// found afresh; and a request spliced from it, equal to the body decoded whole. Returns what
@@ -961,15 +1064,22 @@ mod tests {
         let sections = <R::Request<'_> as ObjectWise<'_>>::SECTIONS;
         let moved = match kept.compare(changed) {
             Nearby::Apart => return None,
-            Nearby::Same(changes) => {
+            Nearby::Same(values) => {
                 assert_eq!(kept.decoded.request(), decoded_whole().request());
-                let spans = kept.spans().unwrap().moved(&changes);
-                assert_eq!(Some(&spans), ObjectSpans::of(changed, &sections).as_ref());
-                return Some(KeptRequest {
-                    decoded: Arc::clone(&kept.decoded),
-                    answered: Some(changed.into()),
-                    spans: OnceLock::from(Some(spans)),
-                });
+                // Kept as its values: what they make is the body, and only the body.
+                let kept = kept.decoded.bytes().to_vec();
+                let answered = KeptBody::Answered {
+                    request: Arc::new(whole::<R>(&kept)),
+                    values: values
+                        .into_iter()
+                        .map(|(kept, now)| Rewritten {
+                            kept,
+                            text: changed[now].into(),
+                        })
+                        .collect(),
+                };
+                assert!(answered.is(changed) && !answered.is(&kept));
+                return None;
             }
             Nearby::Moved(moved) => moved,
         };
@@ -982,7 +1092,6 @@ mod tests {
         assert_eq!(spliced.request(), decoded_whole().request());
         Some(KeptRequest {
             decoded: Arc::new(spliced),
-            answered: None,
             spans: OnceLock::from(Some(spans)),
         })
     }
@@ -994,15 +1103,10 @@ mod tests {
         R: DecodedRequest,
         for<'a> R::Request<'a>: PartialEq + std::fmt::Debug,
     {
-        let whole = |body: &[u8]| KeptRequest {
-            decoded: Arc::new(R::decode(body.into()).unwrap()),
-            answered: None,
-            spans: OnceLock::new(),
-        };
         let once = edited(body, first.0, first.1, first.2);
         let twice = edited(&once, second.0, second.1, second.2);
-        checked(whole(body), &twice);
-        if let Some(kept) = checked(whole(body), &once) {
+        checked(whole::<R>(body), &twice);
+        if let Some(kept) = checked(whole::<R>(body), &once) {
             checked(kept, &twice);
         }
     }
@@ -1055,15 +1159,15 @@ mod tests {
             specs(&memo, &request(("x", 1), (&long, 1))).0,
             ["x", long.as_str()]
         );
-        let kept = memo.kept.recall(&fingerprint(&body)).unwrap();
+        let kept = Arc::clone(memo.kept.recall(&fingerprint(&body)).unwrap().request());
         assert!(kept.spans.get().is_none());
         // Compared with the long one, the short one shrank by more than half: the same.
         specs(&memo, &request(("x", 1), ("w", 1)));
-        let long = memo
+        let kept = memo
             .kept
             .recall(&fingerprint(&request(("x", 1), (&long, 1))))
             .unwrap();
-        assert!(long.spans.get().is_none());
+        assert!(kept.request().spans.get().is_none());
     }
 
     #[test]
@@ -1139,11 +1243,10 @@ mod tests {
         let key = fingerprint(&body);
         // Another request of the same length kept under body's key, as a fingerprint collision
         // would leave it.
-        let collided = Arc::new(KeptRequest {
+        let collided = Arc::new(KeptBody::Decoded(Arc::new(KeptRequest {
             decoded: Arc::new(DecodedSpecs::decode(request(("a", 1), ("y", 1)).into()).unwrap()),
-            answered: None,
             spans: OnceLock::new(),
-        });
+        })));
         memo.kept.store(key, Arc::clone(&collided), 10);
         for _ in 0..3 {
             assert_eq!(specs(&memo, &body).0, ["b", "y"]);
@@ -1171,11 +1274,18 @@ mod tests {
             .kept
             .recall(&fingerprint(&request(("a", 1), ("a", 1))))
             .is_none());
-        // A splice counts its base's text as well, and so do bytes answered from a kept
-        // request (a resourceVersion): room for a request and one of them as counted, and not
-        // one byte less.
-        for other in [request(("z", 1), ("y", 1)), request(("x", 2), ("y", 1))] {
-            for (room, kept) in [(3 * size, 2), (3 * size - 1, 1)] {
+        // A splice counts its base's text as well; a body answered from a kept request (one
+        // child's resourceVersion) that request's text and the text of the object that differs.
+        // Room for a request and one of them as counted, and not one byte less.
+        let answered = request(("x", 2), ("y", 1));
+        let object = r#"{"metadata":{"name":"a","resourceVersion":"2"},"spec":"x"}"#;
+        assert!(String::from_utf8_lossy(&answered).contains(object));
+        let as_counted = [
+            (request(("z", 1), ("y", 1)), 2 * size),
+            (answered, size + 2 * object.len()),
+        ];
+        for (other, counted) in as_counted {
+            for (room, kept) in [(size + counted, 2), (size + counted - 1, 1)] {
                 let memo = DecodedRequests::<DecodedSpecs>::new(10, room);
                 specs(&memo, &body);
                 specs(&memo, &other);
