@@ -1,12 +1,11 @@
-//! What the hooks remember between requests, shared by every request of a server. A memo saves
-//! time and never changes an answer: each entry is found by every input byte it was made from
-//! (a decoded request, a CA Secret, a trust bundle and a spec's plan by the bytes themselves,
-//! kept and compared in full; a leaf by SHA-256 over them), so an input that differs in any byte
-//! is worked out afresh. The one exception is proved, not assumed: a request that differs from a kept one
-//! only inside objects whose two texts decode to equal values decodes to the kept request, and
-//! one whose objects decode differently to the kept request with those decoded anew
+//! What the hooks remember between requests, shared by every request of a server. A memo saves time
+//! and never changes an answer: each entry is found by every input byte it was made from (a decoded
+//! request, a CA Secret, a trust bundle and a spec's plan by the bytes themselves, kept and
+//! compared in full; a leaf by SHA-256 over them), so an input that differs in any byte is worked
+//! out afresh. The one exception is proved, not assumed: a request that differs from a kept one
+//! only inside objects whose two texts decode to equal values decodes to the kept request, and one
+//! whose objects decode differently to the kept request with those decoded anew
 //! ([`DecodedRequests`]).
-
 use crate::contract::{Change, Nested, ObjectSpans, ObjectWise, Section};
 use crate::delete_graph::plan::PlanMemo;
 use crate::pki::PkiMemo;
@@ -303,9 +302,9 @@ pub(crate) use decoded_request;
 ///
 /// Bounded: the [`Self::CAPACITY`] most recently used, and [`Self::BYTES`] between them, each
 /// counted as twice its text (decoding keeps 0.26-0.66 times the text beside it on the load
-/// run's requests), a splice as twice its text and its base's, bytes answered from a kept
-/// request as twice their text and that request's; a request larger than half the bound is
-/// decoded on every sync, without a fingerprint.
+/// run's requests), a splice as twice its text and its base's, a body answered from a kept
+/// request as twice the texts of the values it writes otherwise and twice that request's; a
+/// request larger than half the bound is decoded on every sync, without a fingerprint.
 pub struct DecodedRequests<R> {
     kept: Recent<KeptBody<R>>,
 }
@@ -747,6 +746,16 @@ mod tests {
         Specs
     );
 
+    /// The request `memo` keeps for `body`, which it answered.
+    fn kept_of<R: DecodedRequest>(memo: &DecodedRequests<R>, body: &[u8]) -> Arc<KeptRequest<R>> {
+        Arc::clone(memo.kept.recall(&fingerprint(body)).unwrap().request())
+    }
+
+    /// What `memo` decoded for `body`, which it answered.
+    fn decoded_of<R: DecodedRequest>(memo: &DecodedRequests<R>, body: &[u8]) -> Arc<R> {
+        Arc::clone(&kept_of(memo, body).decoded)
+    }
+
     /// A request of children `a` and `b`, with their specs and resourceVersions.
     fn request(a: (&str, u32), b: (&str, u32)) -> Vec<u8> {
         let child = |name: &str, (spec, version): (&str, u32)| {
@@ -784,7 +793,7 @@ mod tests {
         let (read, first) = specs(&memo, &body);
         assert_eq!(read, ["x", "y"]);
         assert_eq!(memo.kept.len(), 1);
-        let kept = Arc::clone(memo.kept.recall(&fingerprint(&body)).unwrap().request());
+        let kept = kept_of(&memo, &body);
         assert_eq!(first, kept.decoded.request() as *const Specs as usize);
         // The second time it is the kept request that answers.
         assert_eq!(specs(&memo, &body), (read, first));
@@ -874,7 +883,7 @@ mod tests {
             text.replace("false}", "true}").into_bytes(),
         ] {
             specs(&memo, &changed);
-            let kept = Arc::clone(memo.kept.recall(&fingerprint(&changed)).unwrap().request());
+            let kept = kept_of(&memo, &changed);
             let moved = kept.spans.get().expect("spans moved, not looked for");
             let sections = <Specs as ObjectWise>::SECTIONS;
             assert_eq!(moved, &ObjectSpans::of(&changed, &sections));
@@ -887,7 +896,7 @@ mod tests {
             &memo,
             br#"{"parent":{"metadata":{"name":"q"}},"children":{}}"#,
         );
-        let first = Arc::clone(memo.kept.recall(&fingerprint(&body)).unwrap().request());
+        let first = kept_of(&memo, &body);
         assert!(first.spans.get().is_none());
     }
 
@@ -898,7 +907,7 @@ mod tests {
         body: &[u8],
         base: &Arc<DecodedSpecs>,
     ) -> Option<Vec<usize>> {
-        let kept = Arc::clone(memo.kept.recall(&fingerprint(body)).unwrap().request());
+        let kept = kept_of(memo, body);
         let plain = crate::contract::decode::<Specs>(body).unwrap();
         assert_eq!(kept.decoded.request(), &plain);
         let Source::Spliced(splice) = kept.decoded.source() else {
@@ -921,14 +930,7 @@ mod tests {
         let memo = DecodedRequests::<DecodedSpecs>::default();
         let body = padded(request(("x", 1), ("y", 1)));
         specs(&memo, &body);
-        let base = Arc::clone(
-            &memo
-                .kept
-                .recall(&fingerprint(&body))
-                .unwrap()
-                .request()
-                .decoded,
-        );
+        let base = decoded_of(&memo, &body);
         // Child b (place 2, after the parent and a), then a, then b again: each request is the
         // first one with the children changed since decoded anew from the new body.
         for (a, b, places) in [
@@ -945,14 +947,7 @@ mod tests {
         let memo = DecodedRequests::<DecodedSpecs>::default();
         let body = request(("x", 1), ("y", 1));
         specs(&memo, &body);
-        let base = Arc::clone(
-            &memo
-                .kept
-                .recall(&fingerprint(&body))
-                .unwrap()
-                .request()
-                .decoded,
-        );
+        let base = decoded_of(&memo, &body);
         let one = request(("x", 1), ("z", 1));
         specs(&memo, &one);
         assert_eq!(spliced(&memo, &one, &base), Some(vec![2]));
@@ -962,14 +957,7 @@ mod tests {
         // A top-level field's value is no object: decoded whole.
         let text = String::from_utf8(two.clone()).unwrap();
         let finalizing = text.replace("false}", "true}").into_bytes();
-        let base = Arc::clone(
-            &memo
-                .kept
-                .recall(&fingerprint(&two))
-                .unwrap()
-                .request()
-                .decoded,
-        );
+        let base = decoded_of(&memo, &two);
         specs(&memo, &finalizing);
         assert_eq!(spliced(&memo, &finalizing, &base), None);
     }
@@ -981,14 +969,7 @@ mod tests {
         let keeping_body = || {
             let memo = DecodedRequests::<DecodedSpecs>::default();
             specs(&memo, &body);
-            let base = Arc::clone(
-                &memo
-                    .kept
-                    .recall(&fingerprint(&body))
-                    .unwrap()
-                    .request()
-                    .decoded,
-            );
+            let base = decoded_of(&memo, &body);
             (memo, base)
         };
         // Both children's resourceVersions, one longer: answered from the kept request.
@@ -1066,19 +1047,21 @@ mod tests {
             Nearby::Apart => return None,
             Nearby::Same(values) => {
                 assert_eq!(kept.decoded.request(), decoded_whole().request());
-                // Kept as its values: what they make is the body, and only the body.
-                let kept = kept.decoded.bytes().to_vec();
+                let values = values
+                    .into_iter()
+                    .map(|(kept, now)| Rewritten {
+                        kept,
+                        text: changed[now].into(),
+                    })
+                    .collect();
                 let answered = KeptBody::Answered {
-                    request: Arc::new(whole::<R>(&kept)),
-                    values: values
-                        .into_iter()
-                        .map(|(kept, now)| Rewritten {
-                            kept,
-                            text: changed[now].into(),
-                        })
-                        .collect(),
+                    request: Arc::new(kept),
+                    values,
                 };
-                assert!(answered.is(changed) && !answered.is(&kept));
+                // Kept as its values: what they make is the body, and only the body.
+                let kept = answered.request().decoded.bytes();
+                assert!(answered.is(changed));
+                assert_eq!(answered.is(kept), kept == changed);
                 return None;
             }
             Nearby::Moved(moved) => moved,
@@ -1159,15 +1142,12 @@ mod tests {
             specs(&memo, &request(("x", 1), (&long, 1))).0,
             ["x", long.as_str()]
         );
-        let kept = Arc::clone(memo.kept.recall(&fingerprint(&body)).unwrap().request());
+        let kept = kept_of(&memo, &body);
         assert!(kept.spans.get().is_none());
         // Compared with the long one, the short one shrank by more than half: the same.
         specs(&memo, &request(("x", 1), ("w", 1)));
-        let kept = memo
-            .kept
-            .recall(&fingerprint(&request(("x", 1), (&long, 1))))
-            .unwrap();
-        assert!(kept.request().spans.get().is_none());
+        let kept = kept_of(&memo, &request(("x", 1), (&long, 1)));
+        assert!(kept.spans.get().is_none());
     }
 
     #[test]
