@@ -241,6 +241,19 @@ pub struct LeafFacts {
     pub signed_by_ca: bool,
 }
 
+/// The SHA-256 of a leaf Secret's `tls.crt` and `tls.key` values, which the leaf memo's entries
+/// are made from, once worked out: kept with the Secret as a request decodes it, so that a resync
+/// of a kept request does not hash the values again. Equal to any other (it follows from the
+/// values, which objects compare by).
+#[derive(Debug, Clone, Default)]
+pub struct LeafDigest(OnceLock<[u8; 32]>);
+
+impl PartialEq for LeafDigest {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
 /// When a leaf is valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Validity {
@@ -410,18 +423,30 @@ impl Ca {
     /// when it is what this CA issues for `want`: its key matches it, its issuer is this CA
     /// with a signature by this CA's key, and it names the common name, the DNS names (the
     /// common name when none are asked for) and the URI asked for. `None` otherwise. Leaves
-    /// that passed before are found in `memo` without being read.
+    /// that passed before are found in `memo` without being read; `texts` holds the values'
+    /// SHA-256 once worked out, for the next time the same values are checked.
     pub fn issued_leaf(
         &self,
         tls_crt: &str,
         tls_key: &str,
+        texts: &LeafDigest,
         want: &LeafRequest,
         memo: &CheckedLeaves,
     ) -> Option<Validity> {
         let dns_names = want.dns_names_or_common_name();
-        let mut hasher = Sha256::new().chain_update(self.fingerprint);
+        let texts = texts.0.get_or_init(|| {
+            let mut hasher = Sha256::new();
+            for value in [tls_crt, tls_key] {
+                hasher.update((value.len() as u64).to_be_bytes());
+                hasher.update(value);
+            }
+            hasher.finalize().into()
+        });
+        let mut hasher = Sha256::new()
+            .chain_update(self.fingerprint)
+            .chain_update(texts);
         let uri = want.uri.as_deref();
-        let fields = [tls_crt, tls_key, want.common_name, uri.unwrap_or("")];
+        let fields = [want.common_name, uri.unwrap_or("")];
         for field in fields.into_iter().chain(dns_names.iter().copied()) {
             hasher.update((field.len() as u64).to_be_bytes());
             hasher.update(field);
@@ -1098,7 +1123,9 @@ mod tests {
         let leaf = ca.issue(&want, NOW, &mut rng()).unwrap();
         let (crt, key) = (b64(&leaf.cert_pem), b64(&leaf.key_pem));
         let memo = CheckedLeaves::default();
-        let validity = ca.issued_leaf(&crt, &key, &want, &memo).unwrap();
+        let validity = ca
+            .issued_leaf(&crt, &key, &LeafDigest::default(), &want, &memo)
+            .unwrap();
         assert_eq!(validity.not_after - validity.not_before, Duration::hours(1));
         assert_eq!(memo.len(), 1);
 
@@ -1110,8 +1137,23 @@ mod tests {
         for v in memo.lock()[0].values_mut() {
             *v = marked;
         }
-        assert_eq!(ca.issued_leaf(&crt, &key, &want, &memo), Some(marked));
+        assert_eq!(
+            ca.issued_leaf(&crt, &key, &LeafDigest::default(), &want, &memo),
+            Some(marked)
+        );
         assert_eq!(memo.len(), 1);
+        // The values' digest, once worked out, is taken as it is (its caller keeps it with those
+        // values): with it, other text is not hashed again.
+        let digest = LeafDigest::default();
+        assert_eq!(
+            ca.issued_leaf(&crt, &key, &digest, &want, &memo),
+            Some(marked)
+        );
+        assert_eq!(ca.issued_leaf("", "", &digest, &want, &memo), Some(marked));
+        assert_eq!(
+            ca.issued_leaf("", "", &LeafDigest::default(), &want, &memo),
+            None
+        );
 
         // The same signature over a changed name is read afresh and fails.
         let mut der = first_certificate(leaf.cert_pem.as_bytes()).unwrap();
@@ -1125,24 +1167,39 @@ mod tests {
             common_name: "b.ns.cluster.local",
             ..want.clone()
         };
-        assert_eq!(ca.issued_leaf(&forged, &key, &forged_want, &memo), None);
+        assert_eq!(
+            ca.issued_leaf(&forged, &key, &LeafDigest::default(), &forged_want, &memo),
+            None
+        );
         // Another request, another key or another CA is another entry, checked in full.
         let more_names = ["web".to_owned()];
         let other_names = LeafRequest {
             dns_names: &more_names,
             ..want.clone()
         };
-        assert_eq!(ca.issued_leaf(&crt, &key, &other_names, &memo), None);
+        assert_eq!(
+            ca.issued_leaf(&crt, &key, &LeafDigest::default(), &other_names, &memo),
+            None
+        );
         let with_uri = LeafRequest {
             uri: Some("spiffe://td/a/ns".into()),
             ..want.clone()
         };
-        assert_eq!(ca.issued_leaf(&crt, &key, &with_uri, &memo), None);
+        assert_eq!(
+            ca.issued_leaf(&crt, &key, &LeafDigest::default(), &with_uri, &memo),
+            None
+        );
         let other_key = b64(&ca.issue(&want, NOW, &mut rng()).unwrap().key_pem);
-        assert_eq!(ca.issued_leaf(&crt, &other_key, &want, &memo), None);
+        assert_eq!(
+            ca.issued_leaf(&crt, &other_key, &LeafDigest::default(), &want, &memo),
+            None
+        );
         let b = generate_ca("a", "td", NOW, &mut rng()).unwrap();
         let b = checked(&b);
-        assert_eq!(b.issued_leaf(&crt, &key, &want, &memo), None);
+        assert_eq!(
+            b.issued_leaf(&crt, &key, &LeafDigest::default(), &want, &memo),
+            None
+        );
         assert_eq!(memo.len(), 1, "failures are not stored");
     }
 

@@ -471,9 +471,13 @@ fn keep<'a>(
         return None;
     }
     let (crt, key) = (observed.data.get("tls.crt")?, observed.data.get("tls.key")?);
-    let validity = issuers
-        .signing_ca
-        .issued_leaf(&crt.text(), &key.text(), want, leaves)?;
+    let validity = issuers.signing_ca.issued_leaf(
+        &crt.text(),
+        &key.text(),
+        &observed.leaf_digest,
+        want,
+        leaves,
+    )?;
     let lifetime = validity.not_after - validity.not_before;
     let renewal = validity.not_after - lifetime / 3;
     (validity.not_after - now >= lifetime / 3).then_some((

@@ -6,6 +6,7 @@ use crate::contract::{
 };
 use crate::json::Json;
 use crate::meta::PreviousConditions;
+use crate::pki::LeafDigest;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -180,6 +181,9 @@ pub struct DataObject<'a> {
     pub type_: Option<String>,
     #[serde(default, borrow, deserialize_with = "null_as_default")]
     pub data: BTreeMap<Text<'a>, RawString<'a>>,
+    /// For a leaf Secret, its values' digest once cert-rotation checked it.
+    #[serde(skip)]
+    pub leaf_digest: LeafDigest,
 }
 
 map_only! {
