@@ -91,15 +91,15 @@ pub struct PkiMemo {
     pub cas: CheckedCas,
 }
 
-/// Leaves already found to be what a CA issues for a certificate request, remembered between
-/// syncs: Metacontroller resyncs every parent again and again with the same leaves, and reading a
-/// leaf (base64, PEM, X.509, one ECDSA verification) costs far more than hashing its Secret
-/// values. An entry is SHA-256 over the CA certificate's digest, the digest of the Secret's
-/// `tls.crt` and `tls.key` values as sent ([`LeafDigest`]) and the names asked for, so a leaf, CA
-/// or request that differs in any byte is checked afresh; its value is the leaf's validity, so that renewal is decided against each
-/// request's time. Only leaves that passed are stored. Bounded: two generations of at most
-/// [`Self::GENERATION`] entries each (a hit in the older one is carried into the newer one), so
-/// at most about 4 MiB. The memo changes how fast a check is, never its result.
+/// Leaves already found to be what a CA issues for a certificate request, remembered between syncs:
+/// Metacontroller resyncs every parent again and again with the same leaves, and reading a leaf
+/// (base64, PEM, X.509, one ECDSA verification) costs far more than hashing its Secret values. An
+/// entry is SHA-256 over the CA certificate's digest, the digest of the Secret's `tls.crt` and
+/// `tls.key` values as sent ([`LeafDigest`]) and the names asked for, so a leaf, CA or request that
+/// differs in any byte is checked afresh; its value is the leaf's validity, so that renewal is
+/// decided against each request's time. Only leaves that passed are stored. Bounded: two
+/// generations of at most [`Self::GENERATION`] entries each (a hit in the older one is carried into
+/// the newer one), so at most about 4 MiB. The memo changes how fast a check is, never its result.
 #[derive(Debug, Default)]
 pub struct CheckedLeaves {
     generations: Mutex<[HashMap<[u8; 32], Validity>; 2]>,
