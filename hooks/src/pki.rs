@@ -4,6 +4,7 @@
 //! key material.
 
 use crate::memo::{fingerprint, made_from, Kept, Recent};
+use foldhash::HashMap;
 use p256::elliptic_curve::sec1::ToSec1Point;
 use p256::elliptic_curve::zeroize::Zeroizing;
 use rand_core::CryptoRngCore;
@@ -12,7 +13,7 @@ use rcgen::{
     Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
 };
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, OnceLock};
 use time::{Duration, OffsetDateTime};
 use x509_parser::certificate::X509Certificate;

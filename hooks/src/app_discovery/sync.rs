@@ -8,10 +8,11 @@ use crate::contract::{
 };
 use crate::json::Json;
 use crate::meta::{is_dns1123_subdomain, parse_rfc3339, rfc3339, Condition, PreviousConditions};
+use foldhash::{HashMap, HashMapExt};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use time::OffsetDateTime;
 
 pub const KEPTN_API: &str = "lifecycle.keptn.sh/v1";

@@ -5,7 +5,7 @@ use crate::mesh_root_certificate::model::{
     parse_validity, BadValidity, DEFAULT_VALIDITY, MAX_VALIDITY,
 };
 use crate::meta::is_dns1123_subdomain;
-use std::collections::HashSet;
+use foldhash::{HashSet, HashSetExt};
 use time::Duration;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,10 +13,11 @@ use crate::mesh_root_certificate::model::{
 };
 use crate::meta::{Condition, PreviousConditions};
 use crate::pki::{Ca, CheckedCas, CheckedLeaves, LeafRequest};
+use foldhash::{HashMap, HashSet};
 use rand_core::CryptoRngCore;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use time::OffsetDateTime;
 

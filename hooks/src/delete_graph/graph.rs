@@ -2,9 +2,9 @@
 //! the delete condition `DelCondNotPendingNorRunning` (§4). A spec's edges are worked out once
 //! with its plan; a sync adds those of obsolete Pods' annotations to a copy only when they are new.
 
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
 
 /// The only delete condition used.
 pub const NOT_PENDING_NOR_RUNNING: &str = "DelCondNotPendingNorRunning";
@@ -210,13 +210,13 @@ mod tests {
         let g: DeleteGraph = [("a", "b"), ("b", "a"), ("b", "c"), ("c", "d"), ("d", "c")]
             .into_iter()
             .collect();
-        let all: HashSet<&str> = ["a", "b", "c", "d"].into();
+        let all: HashSet<&str> = ["a", "b", "c", "d"].into_iter().collect();
         let comp = g.components(&all);
         assert_eq!(comp["a"], comp["b"]);
         assert_eq!(comp["c"], comp["d"]);
         assert_ne!(comp["a"], comp["c"]);
         // Restricted to {a, c, d}: a is alone.
-        let some: HashSet<&str> = ["a", "c", "d"].into();
+        let some: HashSet<&str> = ["a", "c", "d"].into_iter().collect();
         let comp = g.components(&some);
         assert_eq!(comp.len(), 3);
         assert_ne!(comp["a"], comp["c"]);

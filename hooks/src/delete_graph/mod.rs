@@ -83,7 +83,7 @@ fn admit(operation: &str, object: Option<&Json>, kind: &str, uid: &str) -> Admis
         .unwrap_or("");
     let spec = object.get("spec").unwrap_or(&NULL);
     let validated = validate(spec, name);
-    let by_name: std::collections::HashMap<&str, &spec::Workload> =
+    let by_name: foldhash::HashMap<&str, &spec::Workload> =
         validated.workloads.iter().map(|w| (w.name, w)).collect();
     let mut warnings = Vec::new();
     for w in &validated.workloads {

@@ -3,7 +3,7 @@
 
 use crate::json::{Json, JsonObject, NULL};
 use crate::meta::{is_dns1123_label, write_json_str};
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 /// An add condition: what a dependency's state must be before the dependent starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

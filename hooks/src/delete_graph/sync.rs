@@ -8,12 +8,13 @@ use crate::contract::{
     Strings, Text,
 };
 use crate::meta::{Condition, PreviousConditions};
+use foldhash::{HashMap, HashMapExt, HashSet};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use time::OffsetDateTime;
 
 pub const LABEL_SET: &str = "metahooks.dev/workload-set";
