@@ -398,17 +398,7 @@ impl<R: DecodedRequest> DecodedRequests<R> {
                 Nearby::Same(values) => {
                     // Kept under these bytes too: the parent's next sync usually sends them
                     // again, and then finds them at once.
-                    let values = values
-                        .into_iter()
-                        .map(|(kept, now)| Rewritten {
-                            kept,
-                            text: body[now].into(),
-                        })
-                        .collect();
-                    let answered = Arc::new(KeptBody::Answered {
-                        request: kept,
-                        values,
-                    });
+                    let answered = Arc::new(KeptBody::answered(kept, values, body));
                     self.kept
                         .store(key, Arc::clone(&answered), answered.counted_size());
                     return answer(answered.request().decoded.request());
@@ -447,6 +437,23 @@ impl<R: DecodedRequest> DecodedRequests<R> {
 }
 
 impl<R: DecodedRequest> KeptBody<R> {
+    /// `body`, answered with `request`, from which it differs only in `values` (each where it
+    /// is in the request's bytes and where in `body`).
+    fn answered(
+        request: Arc<KeptRequest<R>>,
+        values: Vec<(Range<usize>, Range<usize>)>,
+        body: &[u8],
+    ) -> Self {
+        let values = values
+            .into_iter()
+            .map(|(kept, now)| Rewritten {
+                kept,
+                text: body[now].into(),
+            })
+            .collect();
+        KeptBody::Answered { request, values }
+    }
+
     /// The kept request that answers the body.
     fn request(&self) -> &Arc<KeptRequest<R>> {
         match self {
@@ -1047,17 +1054,7 @@ mod tests {
             Nearby::Apart => return None,
             Nearby::Same(values) => {
                 assert_eq!(kept.decoded.request(), decoded_whole().request());
-                let values = values
-                    .into_iter()
-                    .map(|(kept, now)| Rewritten {
-                        kept,
-                        text: changed[now].into(),
-                    })
-                    .collect();
-                let answered = KeptBody::Answered {
-                    request: Arc::new(kept),
-                    values,
-                };
+                let answered = KeptBody::answered(Arc::new(kept), values, changed);
                 // Kept as its values: what they make is the body, and only the body.
                 let kept = answered.request().decoded.bytes();
                 assert!(answered.is(changed));
