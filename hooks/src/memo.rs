@@ -126,7 +126,7 @@ impl<V> std::fmt::Debug for Recent<V> {
 }
 
 /// A value kept with the bytes it was made from, in a [`Recent`] found by their
-/// [`Fingerprint`] (a CA Secret's check, a spec's plan).
+/// [`Fingerprint`] (a CA Secret's check, a trust bundle, a spec's plan).
 pub struct Kept<V> {
     made_from: Box<[u8]>,
     value: Arc<V>,
@@ -135,7 +135,7 @@ pub struct Kept<V> {
 impl<V> Recent<Kept<V>> {
     /// The value made from exactly `bytes`, found by their fingerprint `key` and then compared
     /// byte for byte: another value under the same fingerprint is no match.
-    pub fn recall_made_from(&self, key: &Fingerprint, bytes: &[u8]) -> Option<Arc<V>> {
+    fn recall_made_from(&self, key: &Fingerprint, bytes: &[u8]) -> Option<Arc<V>> {
         let kept = self.recall(key)?;
         (*kept.made_from == *bytes).then(|| Arc::clone(&kept.value))
     }
@@ -145,6 +145,23 @@ impl<V> Recent<Kept<V>> {
     pub fn store_made_from(&self, key: Fingerprint, bytes: Vec<u8>, value: Arc<V>, size: usize) {
         let made_from = bytes.into_boxed_slice();
         self.store(key, Arc::new(Kept { made_from, value }), size);
+    }
+
+    /// The value made from exactly `bytes` ([`made_from`]): remembered, or made by `make` and
+    /// remembered, counting `size` against the bound. When `make` fails nothing is remembered.
+    pub fn recall_or_make<E>(
+        &self,
+        bytes: Vec<u8>,
+        size: usize,
+        make: impl FnOnce() -> Result<V, E>,
+    ) -> Result<Arc<V>, E> {
+        let key = fingerprint(&bytes);
+        if let Some(value) = self.recall_made_from(&key, &bytes) {
+            return Ok(value);
+        }
+        let value = Arc::new(make()?);
+        self.store_made_from(key, bytes, Arc::clone(&value), size);
+        Ok(value)
     }
 }
 

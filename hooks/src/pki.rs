@@ -3,7 +3,7 @@
 //! Randomness for keys and serials comes from the caller; errors name what is wrong, never any
 //! key material.
 
-use crate::memo::{fingerprint, made_from, Kept, Recent};
+use crate::memo::{made_from, Kept, Recent};
 use foldhash::HashMap;
 use p256::elliptic_curve::sec1::ToSec1Point;
 use p256::elliptic_curve::zeroize::Zeroizing;
@@ -184,21 +184,16 @@ impl CheckedCas {
         private_key: Option<&str>,
         now: OffsetDateTime,
     ) -> Result<Arc<Ca>, PkiError> {
-        let sent = Self::sent(ca_crt, private_key);
-        let key = fingerprint(&sent);
-        if let Some(ca) = self.recent.recall_made_from(&key, &sent) {
-            check_expiry(ca.not_after, now)?;
-            return Ok(ca);
-        }
-        let crt = ca_crt.and_then(from_base64);
-        let private_key = private_key.and_then(from_base64);
-        let ca = Arc::new(Ca::from_secret(
-            crt.as_deref(),
-            private_key.as_deref(),
-            now,
-        )?);
         // counted by number, not size
-        self.recent.store_made_from(key, sent, Arc::clone(&ca), 0);
+        let ca = self
+            .recent
+            .recall_or_make(Self::sent(ca_crt, private_key), 0, || {
+                let crt = ca_crt.and_then(from_base64);
+                let key = private_key.and_then(from_base64);
+                Ca::from_secret(crt.as_deref(), key.as_deref(), now)
+            })?;
+        // A CA remembered may have expired since; one just made was checked at `now`.
+        check_expiry(ca.not_after, now)?;
         Ok(ca)
     }
 
@@ -424,18 +419,18 @@ impl Ca {
     /// when it is what this CA issues for `want`: its key matches it, its issuer is this CA
     /// with a signature by this CA's key, and it names the common name, the DNS names (the
     /// common name when none are asked for) and the URI asked for. `None` otherwise. Leaves
-    /// that passed before are found in `memo` without being read; `texts` holds the values'
+    /// that passed before are found in `memo` without being read; `digest` holds the values'
     /// SHA-256 once worked out, for the next time the same values are checked.
     pub fn issued_leaf(
         &self,
         tls_crt: &str,
         tls_key: &str,
-        texts: &LeafDigest,
+        digest: &LeafDigest,
         want: &LeafRequest,
         memo: &CheckedLeaves,
     ) -> Option<Validity> {
         let dns_names = want.dns_names_or_common_name();
-        let texts = texts.0.get_or_init(|| {
+        let values = digest.0.get_or_init(|| {
             let mut hasher = Sha256::new();
             for value in [tls_crt, tls_key] {
                 hasher.update((value.len() as u64).to_be_bytes());
@@ -445,7 +440,7 @@ impl Ca {
         });
         let mut hasher = Sha256::new()
             .chain_update(self.fingerprint)
-            .chain_update(texts);
+            .chain_update(values);
         let uri = want.uri.as_deref();
         let fields = [want.common_name, uri.unwrap_or("")];
         for field in fields.into_iter().chain(dns_names.iter().copied()) {
@@ -728,6 +723,7 @@ fn serial(rng: &mut dyn CryptoRngCore) -> SerialNumber {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memo::fingerprint;
     use time::macros::datetime;
 
     const NOW: OffsetDateTime = datetime!(2026-06-01 12:00:00 UTC);

@@ -6,7 +6,7 @@ use crate::contract::{
     map_only, object_maps, CompositeRequest, CompositeResponse, MetaOut, Object, Strings, Text,
 };
 use crate::json::Json;
-use crate::memo::{fingerprint, made_from, Kept, Memo, Recent};
+use crate::memo::{made_from, Kept, Memo, Recent};
 use crate::mesh_root_certificate::model::{
     b64, check_combination, provider, role, spiffe_enabled, trust_domain, DataObject,
     DataObjectOut, DataValue, Mrc, Provider, Role, CONFIGMAP_KEY, MANAGED_BY, MRC_KEY, SECRET_KEY,
@@ -18,6 +18,7 @@ use rand_core::CryptoRngCore;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::convert::Infallible;
 use std::sync::Arc;
 use time::OffsetDateTime;
 
@@ -127,21 +128,17 @@ impl TrustBundles {
     fn get(&self, signing: &Ca, validating: &Ca) -> Arc<TrustBundle> {
         let (signing, validating) = (signing.pem(), validating.pem());
         let texts = made_from(&[Some(signing.as_bytes()), Some(validating.as_bytes())]);
-        let key = fingerprint(&texts);
-        if let Some(bundle) = self.recent.recall_made_from(&key, &texts) {
-            return bundle;
-        }
-        let mut pem = with_newline(signing);
-        if validating != signing {
-            pem.push_str(&with_newline(validating));
-        }
-        let bundle = Arc::new(TrustBundle {
-            secret: DataValue::shared(b64(pem.as_bytes())),
-            config_map: DataValue::shared(pem),
-        });
         // counted by number, not size
-        self.recent
-            .store_made_from(key, texts, Arc::clone(&bundle), 0);
+        let Ok(bundle) = self.recent.recall_or_make(texts, 0, || {
+            let mut pem = with_newline(signing);
+            if validating != signing {
+                pem.push_str(&with_newline(validating));
+            }
+            Ok::<_, Infallible>(TrustBundle {
+                secret: DataValue::shared(b64(pem.as_bytes())),
+                config_map: DataValue::shared(pem),
+            })
+        });
         bundle
     }
 

@@ -10,7 +10,7 @@ use super::spec::{validate, AddCondition, Invalid, Workload};
 use super::sync::{ANNOTATION_DEPENDENCIES, LABEL_SET, LABEL_WORKLOAD};
 use crate::contract::{decode, encode_raw};
 use crate::json::{Json, JsonObject, NULL};
-use crate::memo::{self, fingerprint, Kept, Recent};
+use crate::memo::{self, Kept, Recent};
 use crate::meta::{sha256_hex, write_json_str};
 use crate::RequestError;
 use serde::ser::SerializeMap;
@@ -212,16 +212,11 @@ impl PlanMemo {
     /// [`Json`] is a request error under `parent.spec`.
     pub fn plan(&self, spec: Option<&RawValue>, set: &str) -> Result<Arc<Plan>, RequestError> {
         let text = spec.map_or("null", RawValue::get);
-        let made_from = Self::made_from(set, text);
-        let key = fingerprint(&made_from);
-        if let Some(plan) = self.0.recall_made_from(&key, &made_from) {
-            return Ok(plan);
-        }
-        let json: Json = decode(text.as_bytes()).map_err(|e| e.within("parent.spec"))?;
-        let plan = Arc::new(Plan::new(&json, set)?);
         self.0
-            .store_made_from(key, made_from, Arc::clone(&plan), text.len());
-        Ok(plan)
+            .recall_or_make(Self::made_from(set, text), text.len(), || {
+                let json: Json = decode(text.as_bytes()).map_err(|e| e.within("parent.spec"))?;
+                Plan::new(&json, set)
+            })
     }
 
     /// The set's name and the spec's text, as the bytes a plan is made from.
@@ -239,6 +234,7 @@ impl PlanMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memo::fingerprint;
 
     #[test]
     fn a_remembered_plan_under_the_same_fingerprint_is_compared_not_trusted() {
