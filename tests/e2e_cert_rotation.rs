@@ -1,7 +1,7 @@
 //! cert-rotation end to end: the walk-through of cert-rotation.md §5 (O = mrc-a, N = mrc-b) on
 //! the simulator with the project's manifests (CRDs, admission webhooks, the CompositeController
 //! and the DecoratorController). After every step: the issuers and MRC states of the table, a
-//! trust bundle holding exactly the table's CAs, and every leaf verifying against it.
+//! trust bundle holding exactly the table's CAs, and every leaf verifying against it and sealed.
 
 mod common;
 mod sim;
@@ -118,6 +118,16 @@ fn check_trust(sim: &Sim) -> Vec<String> {
         assert_eq!(
             leaf["metadata"]["annotations"]["metahooks.dev/validating-issuer"],
             json!(v)
+        );
+        let seal = leaf["metadata"]["annotations"]["metahooks.dev/leaf-seal"]
+            .as_str()
+            .unwrap_or_default();
+        assert_eq!(
+            base64::engine::general_purpose::STANDARD
+                .decode(seal)
+                .map(|s| s.len()),
+            Ok(32),
+            "{name}: sealed by its signer"
         );
         let crt = decode("tls.crt");
         let der = Pem::iter_from_buffer(&crt)

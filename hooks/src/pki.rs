@@ -12,9 +12,11 @@ use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
 };
+use ring::hmac;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, OnceLock};
+use subtle::ConstantTimeEq;
 use time::{Duration, OffsetDateTime};
 use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
@@ -64,8 +66,11 @@ pub struct Ca {
     subject: Vec<u8>,
     /// The DER of the certificate's SubjectPublicKeyInfo, to verify leaf signatures with.
     public_key_info: Vec<u8>,
-    /// SHA-256 of the certificate's DER.
-    fingerprint: [u8; 32],
+    /// What seals the leaves this CA issues ([`Seal`]): an HMAC-SHA256 key derived from the
+    /// private key.
+    seal_key: hmac::Key,
+    /// SHA-256 of the certificate's DER and of the seal key: the CA a leaf memo entry holds for.
+    leaf_memo_id: [u8; 32],
     /// The PKCS#8 DER of `private.key`, checked against the certificate.
     key_pkcs8: Zeroizing<Vec<u8>>,
     /// What signs leaves, made when the first one is issued (most syncs issue none), or why no
@@ -94,23 +99,24 @@ pub struct PkiMemo {
 
 /// Leaves already found to be what a CA issues for a certificate request, remembered between syncs:
 /// Metacontroller resyncs every parent again and again with the same leaves, and reading a leaf
-/// (base64, PEM, X.509, one ECDSA verification) costs far more than hashing its Secret values. An
-/// entry is SHA-256 over the CA certificate's digest, the digest of the Secret's `tls.crt` and
-/// `tls.key` values as sent ([`LeafDigest`]) and the names asked for, so a leaf, CA or request that
-/// differs in any byte is checked afresh; its value is the leaf's validity, so that renewal is
-/// decided against each request's time. Only leaves that passed are stored. Bounded: two
-/// generations of at most [`Self::GENERATION`] entries each (a hit in the older one is carried into
-/// the newer one), so at most about 4 MiB. The memo changes how fast a check is, never its result.
+/// (base64, PEM, X.509, an HMAC or an ECDSA verification) costs far more than hashing its
+/// Secret values. An entry is SHA-256 over the CA's certificate and seal key, the digest of the
+/// Secret's `tls.crt` and `tls.key` values as sent ([`LeafDigest`]) and the names asked for, so a
+/// leaf, CA or request that differs in any byte is checked afresh; its value is the leaf's
+/// validity, so that renewal is decided against each request's time, and its seal. Only leaves
+/// that passed are stored. Bounded: two generations of at most [`Self::GENERATION`] entries each (a hit in the
+/// older one is carried into the newer one), so at most about 6 MiB. The memo changes how fast a
+/// check is, never its result.
 #[derive(Debug, Default)]
 pub struct CheckedLeaves {
-    generations: Mutex<[HashMap<[u8; 32], Validity>; 2]>,
+    generations: Mutex<[HashMap<[u8; 32], CheckedLeaf>; 2]>,
 }
 
 impl CheckedLeaves {
     pub const GENERATION: usize = 28_000;
 
-    /// The validity stored under `digest`, carrying an old hit into the current generation.
-    fn recall(&self, digest: &[u8; 32]) -> Option<Validity> {
+    /// The leaf stored under `digest`, carrying an old hit into the current generation.
+    fn recall(&self, digest: &[u8; 32]) -> Option<CheckedLeaf> {
         let mut guard = self.lock();
         let [current, previous] = &mut *guard;
         if let Some(v) = current.get(digest) {
@@ -121,25 +127,25 @@ impl CheckedLeaves {
         Some(v)
     }
 
-    fn store(&self, digest: [u8; 32], validity: Validity) {
+    fn store(&self, digest: [u8; 32], leaf: CheckedLeaf) {
         let mut guard = self.lock();
         let [current, previous] = &mut *guard;
-        Self::insert(current, previous, digest, validity);
+        Self::insert(current, previous, digest, leaf);
     }
 
     fn insert(
-        current: &mut HashMap<[u8; 32], Validity>,
-        previous: &mut HashMap<[u8; 32], Validity>,
+        current: &mut HashMap<[u8; 32], CheckedLeaf>,
+        previous: &mut HashMap<[u8; 32], CheckedLeaf>,
         digest: [u8; 32],
-        validity: Validity,
+        leaf: CheckedLeaf,
     ) {
         if current.len() >= Self::GENERATION {
             *previous = std::mem::take(current);
         }
-        current.insert(digest, validity);
+        current.insert(digest, leaf);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, [HashMap<[u8; 32], Validity>; 2]> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, [HashMap<[u8; 32], CheckedLeaf>; 2]> {
         self.generations.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -233,8 +239,53 @@ pub struct LeafFacts {
     pub uris: Vec<String>,
     pub not_before: OffsetDateTime,
     pub not_after: OffsetDateTime,
-    /// Issuer name equals the CA's subject and the signature verifies with the CA's key.
+    /// Issuer name equals the CA's subject, and the leaf's seal is the CA's or else the
+    /// signature verifies with the CA's key.
     pub signed_by_ca: bool,
+    /// The CA's seal of this leaf.
+    pub seal: Seal,
+}
+
+/// The label the key that seals a CA's leaves is derived under (HMAC-SHA256 keyed with the CA's
+/// PKCS#8 private key).
+const SEAL_KEY_LABEL: &[u8] = b"metahooks.dev/leaf-seal v1";
+
+/// A leaf's seal: HMAC-SHA256 over the DER of its certificate and of its private key, under a key
+/// derived from the private key of the CA that issued it. Only a holder of that CA key can make
+/// one, and metahooks makes one only for a leaf it has just signed with that key, so a leaf whose
+/// seal matches is one that CA signed: its signature is not verified again, which spares a first
+/// sync one ECDSA verification per leaf. Written as standard base64 to the leaf Secret's seal
+/// annotation; it tells nothing of either key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seal([u8; 32]);
+
+impl Seal {
+    /// The seal as written to the annotation: standard base64.
+    pub fn text(&self) -> String {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(self.0)
+    }
+
+    /// Whether `text` is this seal as [`Self::text`] writes it, compared in constant time.
+    fn is_written_as(&self, text: &str) -> bool {
+        from_base64(text).is_some_and(|written| written.ct_eq(&self.0).into())
+    }
+}
+
+/// A leaf found to be what its CA issues for a certificate request: when it is valid, and its
+/// seal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckedLeaf {
+    pub validity: Validity,
+    pub seal: Seal,
+}
+
+/// A leaf just issued: its certificate and key (PEM) and its seal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssuedLeaf {
+    pub cert_pem: String,
+    pub key_pem: String,
+    pub seal: Seal,
 }
 
 /// The SHA-256 of a leaf Secret's `tls.crt` and `tls.key` values, which the leaf memo's entries
@@ -333,8 +384,17 @@ impl Ca {
         if key.public_key_raw() != cert.public_key().subject_public_key.data.as_ref() {
             return Err(PkiError::KeyMismatch("private.key"));
         }
+        let seal_key = hmac::sign(
+            &hmac::Key::new(hmac::HMAC_SHA256, key.serialized_der()),
+            SEAL_KEY_LABEL,
+        );
         Ok(Ca {
-            fingerprint: Sha256::digest(&der).into(),
+            leaf_memo_id: Sha256::new()
+                .chain_update(&der)
+                .chain_update(seal_key.as_ref())
+                .finalize()
+                .into(),
+            seal_key: hmac::Key::new(hmac::HMAC_SHA256, seal_key.as_ref()),
             pem: String::from_utf8_lossy(ca_crt).into_owned(),
             subject: cert.subject().as_raw().to_vec(),
             public_key_info: cert.public_key().raw.to_vec(),
@@ -381,7 +441,7 @@ impl Ca {
         leaf: &LeafRequest,
         now: OffsetDateTime,
         rng: &mut dyn CryptoRngCore,
-    ) -> Result<PemPair, PkiError> {
+    ) -> Result<IssuedLeaf, PkiError> {
         let key = new_p256_key(rng)?;
         let not_after = now
             .checked_add(leaf.validity)
@@ -409,26 +469,41 @@ impl Ca {
         let cert = params
             .signed_by(&key, &signer.issuer)
             .map_err(|_| PkiError::Signing)?;
-        Ok(PemPair {
+        Ok(IssuedLeaf {
             cert_pem: cert.pem(),
             key_pem: key.pem(),
+            seal: self.seal(cert.der(), &key.pkcs8),
         })
     }
 
-    /// The validity of the leaf in a Secret's `tls.crt` and `tls.key` values (base64 of PEM),
-    /// when it is what this CA issues for `want`: its key matches it, its issuer is this CA
-    /// with a signature by this CA's key, and it names the common name, the DNS names (the
-    /// common name when none are asked for) and the URI asked for. `None` otherwise. Leaves
-    /// that passed before are found in `memo` without being read; `digest` holds the values'
-    /// SHA-256 once worked out, for the next time the same values are checked.
+    /// This CA's seal of a leaf with the certificate `cert_der` and the private key `key_der`.
+    fn seal(&self, cert_der: &[u8], key_der: &[u8]) -> Seal {
+        let mut mac = hmac::Context::with_key(&self.seal_key);
+        for der in [cert_der, key_der] {
+            mac.update(&(der.len() as u64).to_be_bytes());
+            mac.update(der);
+        }
+        let mut seal = [0u8; 32];
+        seal.copy_from_slice(mac.sign().as_ref());
+        Seal(seal)
+    }
+
+    /// The validity and seal of the leaf in a Secret's `tls.crt` and `tls.key` values (base64
+    /// of PEM), when it is what this CA issues for `want`: its key matches it, its issuer is
+    /// this CA with a signature by this CA's key (taken as made when `seal`, the Secret's seal
+    /// annotation, is this CA's seal of the leaf), and it names the common name, the DNS names
+    /// (the common name when none are asked for) and the URI asked for. `None` otherwise.
+    /// Leaves that passed before are found in `memo` without being read; `digest` holds the
+    /// values' SHA-256 once worked out, for the next time the same values are checked.
     pub fn issued_leaf(
         &self,
         tls_crt: &str,
         tls_key: &str,
+        seal: Option<&str>,
         digest: &LeafDigest,
         want: &LeafRequest,
         memo: &CheckedLeaves,
-    ) -> Option<Validity> {
+    ) -> Option<CheckedLeaf> {
         let dns_names = want.dns_names_or_common_name();
         let values = digest.0.get_or_init(|| {
             let mut hasher = Sha256::new();
@@ -439,7 +514,7 @@ impl Ca {
             hasher.finalize().into()
         });
         let mut hasher = Sha256::new()
-            .chain_update(self.fingerprint)
+            .chain_update(self.leaf_memo_id)
             .chain_update(values);
         let uri = want.uri.as_deref();
         let fields = [want.common_name, uri.unwrap_or("")];
@@ -449,10 +524,10 @@ impl Ca {
         }
         hasher.update([u8::from(uri.is_some())]);
         let digest: [u8; 32] = hasher.finalize().into();
-        if let Some(validity) = memo.recall(&digest) {
-            return Some(validity);
+        if let Some(leaf) = memo.recall(&digest) {
+            return Some(leaf);
         }
-        let facts = self.inspect_leaf(&from_base64(tls_crt)?, &from_base64(tls_key)?)?;
+        let facts = self.inspect_leaf(&from_base64(tls_crt)?, &from_base64(tls_key)?, seal)?;
         let good = facts.signed_by_ca
             && facts.common_name == want.common_name
             && facts.dns_names.iter().map(String::as_str).eq(dns_names)
@@ -460,17 +535,25 @@ impl Ca {
         if !good {
             return None;
         }
-        let validity = Validity {
-            not_before: facts.not_before,
-            not_after: facts.not_after,
+        let leaf = CheckedLeaf {
+            validity: Validity {
+                not_before: facts.not_before,
+                not_after: facts.not_after,
+            },
+            seal: facts.seal,
         };
-        memo.store(digest, validity);
-        Some(validity)
+        memo.store(digest, leaf);
+        Some(leaf)
     }
 
-    /// Reads a leaf's `tls.crt` and `tls.key` (PEM): `None` when either does not parse or they
-    /// do not match each other.
-    pub fn inspect_leaf(&self, tls_crt: &[u8], tls_key: &[u8]) -> Option<LeafFacts> {
+    /// Reads a leaf's `tls.crt` and `tls.key` (PEM), with the seal written for it if any:
+    /// `None` when either does not parse or they do not match each other.
+    pub fn inspect_leaf(
+        &self,
+        tls_crt: &[u8],
+        tls_key: &[u8],
+        seal: Option<&str>,
+    ) -> Option<LeafFacts> {
         let der = first_certificate(tls_crt)?;
         let leaf = parse(&der)?;
         let leaf_public = leaf.public_key().subject_public_key.data.as_ref();
@@ -489,9 +572,11 @@ impl Ca {
                 }
             }
         }
+        let own_seal = self.seal(&der, &key_der);
         let signed_by_ca = leaf.issuer().as_raw() == self.subject.as_slice()
-            && SubjectPublicKeyInfo::from_der(&self.public_key_info)
-                .is_ok_and(|(_, key)| leaf.verify_signature(Some(&key)).is_ok());
+            && (seal.is_some_and(|written| own_seal.is_written_as(written))
+                || SubjectPublicKeyInfo::from_der(&self.public_key_info)
+                    .is_ok_and(|(_, key)| leaf.verify_signature(Some(&key)).is_ok()));
         let common_name = leaf
             .subject()
             .iter_common_name()
@@ -519,6 +604,7 @@ impl Ca {
             not_before: time_of(leaf.validity().not_before),
             not_after: time_of(leaf.validity().not_after),
             signed_by_ca,
+            seal: own_seal,
         })
     }
 }
@@ -773,7 +859,7 @@ mod tests {
             )
             .unwrap();
         let facts = ca
-            .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
+            .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes(), None)
             .unwrap();
         assert!(facts.signed_by_ca);
         // ring takes the leaf's key, which it checks against the public point the key carries.
@@ -787,7 +873,7 @@ mod tests {
         let other = checked(&other);
         assert!(
             !other
-                .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
+                .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes(), None)
                 .unwrap()
                 .signed_by_ca
         );
@@ -822,7 +908,7 @@ mod tests {
                 algorithm
             );
             let facts = ca
-                .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
+                .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes(), None)
                 .unwrap();
             assert!(facts.signed_by_ca, "{algorithm}");
             // The two keys are not interchangeable.
@@ -942,14 +1028,16 @@ mod tests {
         let one = ca.issue(&req, NOW, &mut rng()).unwrap();
         let two = ca.issue(&req, NOW, &mut rng()).unwrap();
         assert!(ca
-            .inspect_leaf(one.cert_pem.as_bytes(), one.key_pem.as_bytes())
+            .inspect_leaf(one.cert_pem.as_bytes(), one.key_pem.as_bytes(), None)
             .is_some());
         assert!(
-            ca.inspect_leaf(one.cert_pem.as_bytes(), two.key_pem.as_bytes())
+            ca.inspect_leaf(one.cert_pem.as_bytes(), two.key_pem.as_bytes(), None)
                 .is_none(),
             "another key"
         );
-        assert!(ca.inspect_leaf(one.cert_pem.as_bytes(), b"junk").is_none());
+        assert!(ca
+            .inspect_leaf(one.cert_pem.as_bytes(), b"junk", None)
+            .is_none());
         // The keys we issue carry their public key; a document without one is not misread.
         let der = pem_blocks(one.key_pem.as_bytes()).next().unwrap().contents;
         assert!(embedded_ec_public_key(&der).is_some());
@@ -959,8 +1047,11 @@ mod tests {
         let rsa_key = include_str!("../testdata/rsa2048-ca.key").as_bytes();
         let p384_crt = include_str!("../testdata/p384-ca.crt").as_bytes();
         assert!(embedded_ec_public_key(&pem_blocks(rsa_key).next().unwrap().contents).is_none());
-        assert!(ca.inspect_leaf(rsa_crt, rsa_key).is_some());
-        assert!(ca.inspect_leaf(p384_crt, rsa_key).is_none(), "an RSA key");
+        assert!(ca.inspect_leaf(rsa_crt, rsa_key, None).is_some());
+        assert!(
+            ca.inspect_leaf(p384_crt, rsa_key, None).is_none(),
+            "an RSA key"
+        );
     }
 
     /// cert-rotation.md §8: a CA's Debug, which a log line could carry, shows its end and never
@@ -1105,6 +1196,92 @@ mod tests {
         )
     }
 
+    /// A leaf's PEM texts with its certificate's last octet (inside the signature) changed:
+    /// the DER still parses, and the signature no longer verifies.
+    fn with_broken_signature(leaf: &IssuedLeaf) -> (String, Vec<u8>) {
+        let mut der = first_certificate(leaf.cert_pem.as_bytes()).unwrap();
+        *der.last_mut().unwrap() ^= 1;
+        (pem_of(&der), der)
+    }
+
+    /// The DER of a leaf's `tls.key`.
+    fn key_der(leaf: &IssuedLeaf) -> Vec<u8> {
+        pem_blocks(leaf.key_pem.as_bytes()).next().unwrap().contents
+    }
+
+    #[test]
+    fn a_leaf_sealed_by_its_ca_is_taken_as_signed_and_any_other_seal_is_not() {
+        let a_pair = generate_ca("a", "td", NOW, &mut rng()).unwrap();
+        let a = checked(&a_pair);
+        let b = checked(&generate_ca("b", "td", NOW, &mut rng()).unwrap());
+        let leaf = a
+            .issue(&plain_leaf(Duration::hours(1)), NOW, &mut rng())
+            .unwrap();
+        let (crt, key) = (leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes());
+        let seal = leaf.seal.text();
+        let facts = a.inspect_leaf(crt, key, Some(&seal)).unwrap();
+        assert!(facts.signed_by_ca);
+        assert_eq!(
+            facts.seal, leaf.seal,
+            "inspecting finds the seal issuing made"
+        );
+        assert_eq!(a.inspect_leaf(crt, key, None).unwrap().seal, leaf.seal);
+        assert_eq!(seal.len(), 44, "32 octets in standard base64");
+        // The seal follows from the CA Secret alone: the same after a restart.
+        assert_eq!(
+            checked(&a_pair).inspect_leaf(crt, key, None).unwrap().seal,
+            leaf.seal
+        );
+
+        // A leaf whose seal is its CA's is not verified again: one with a broken signature
+        // that bears the CA's seal passes (only the CA key's holder could have sealed it).
+        let (broken, broken_der) = with_broken_signature(&leaf);
+        let broken_seal = a.seal(&broken_der, &key_der(&leaf)).text();
+        assert!(
+            a.inspect_leaf(broken.as_bytes(), key, Some(&broken_seal))
+                .unwrap()
+                .signed_by_ca
+        );
+        // Without it, or with any other seal, the signature is verified, and fails.
+        let another = a
+            .issue(&plain_leaf(Duration::hours(1)), NOW, &mut rng())
+            .unwrap();
+        let b_seal = b.seal(&broken_der, &key_der(&leaf)).text();
+        let mut flipped = broken_seal.clone().into_bytes();
+        flipped[0] = if flipped[0] == b'A' { b'B' } else { b'A' };
+        let flipped = String::from_utf8(flipped).unwrap();
+        for written in [
+            None,
+            Some(seal.as_str()),
+            Some(another.seal.text().as_str()),
+            Some(b_seal.as_str()),
+            Some(flipped.as_str()),
+            Some(&broken_seal[..40]),
+            Some("not base64"),
+            Some(""),
+        ] {
+            let facts = a.inspect_leaf(broken.as_bytes(), key, written).unwrap();
+            assert!(!facts.signed_by_ca, "seal {written:?}");
+            assert_eq!(facts.seal.text(), broken_seal);
+        }
+        // The seal covers the key: the same certificate with another key is sealed otherwise.
+        assert_ne!(a.seal(&broken_der, &key_der(&another)).text(), broken_seal);
+        // The issuer must still be the CA: another CA's leaf sealed by this one is not taken.
+        let b_leaf = b
+            .issue(&plain_leaf(Duration::hours(1)), NOW, &mut rng())
+            .unwrap();
+        let b_der = first_certificate(b_leaf.cert_pem.as_bytes()).unwrap();
+        let sealed_by_a = a.seal(&b_der, &key_der(&b_leaf)).text();
+        let facts = a
+            .inspect_leaf(
+                b_leaf.cert_pem.as_bytes(),
+                b_leaf.key_pem.as_bytes(),
+                Some(&sealed_by_a),
+            )
+            .unwrap();
+        assert!(!facts.signed_by_ca);
+    }
+
     #[test]
     fn remembered_leaves_are_reused_and_never_vouch_for_other_bytes_or_requests() {
         use base64::Engine;
@@ -1121,21 +1298,25 @@ mod tests {
         let (crt, key) = (b64(&leaf.cert_pem), b64(&leaf.key_pem));
         let memo = CheckedLeaves::default();
         let validity = ca
-            .issued_leaf(&crt, &key, &LeafDigest::default(), &want, &memo)
-            .unwrap();
+            .issued_leaf(&crt, &key, None, &LeafDigest::default(), &want, &memo)
+            .unwrap()
+            .validity;
         assert_eq!(validity.not_after - validity.not_before, Duration::hours(1));
         assert_eq!(memo.len(), 1);
 
         // A second look is answered by the memo: mark the stored entry and see it come back.
-        let marked = Validity {
-            not_before: NOW,
-            not_after: NOW + Duration::days(9),
+        let marked = CheckedLeaf {
+            validity: Validity {
+                not_before: NOW,
+                not_after: NOW + Duration::days(9),
+            },
+            seal: Seal([7; 32]),
         };
         for v in memo.lock()[0].values_mut() {
             *v = marked;
         }
         assert_eq!(
-            ca.issued_leaf(&crt, &key, &LeafDigest::default(), &want, &memo),
+            ca.issued_leaf(&crt, &key, None, &LeafDigest::default(), &want, &memo),
             Some(marked)
         );
         assert_eq!(memo.len(), 1);
@@ -1143,12 +1324,15 @@ mod tests {
         // values): with it, other text is not hashed again.
         let digest = LeafDigest::default();
         assert_eq!(
-            ca.issued_leaf(&crt, &key, &digest, &want, &memo),
+            ca.issued_leaf(&crt, &key, None, &digest, &want, &memo),
             Some(marked)
         );
-        assert_eq!(ca.issued_leaf("", "", &digest, &want, &memo), Some(marked));
         assert_eq!(
-            ca.issued_leaf("", "", &LeafDigest::default(), &want, &memo),
+            ca.issued_leaf("", "", None, &digest, &want, &memo),
+            Some(marked)
+        );
+        assert_eq!(
+            ca.issued_leaf("", "", None, &LeafDigest::default(), &want, &memo),
             None
         );
 
@@ -1165,7 +1349,14 @@ mod tests {
             ..want.clone()
         };
         assert_eq!(
-            ca.issued_leaf(&forged, &key, &LeafDigest::default(), &forged_want, &memo),
+            ca.issued_leaf(
+                &forged,
+                &key,
+                None,
+                &LeafDigest::default(),
+                &forged_want,
+                &memo
+            ),
             None
         );
         // Another request, another key or another CA is another entry, checked in full.
@@ -1175,7 +1366,14 @@ mod tests {
             ..want.clone()
         };
         assert_eq!(
-            ca.issued_leaf(&crt, &key, &LeafDigest::default(), &other_names, &memo),
+            ca.issued_leaf(
+                &crt,
+                &key,
+                None,
+                &LeafDigest::default(),
+                &other_names,
+                &memo
+            ),
             None
         );
         let with_uri = LeafRequest {
@@ -1183,18 +1381,18 @@ mod tests {
             ..want.clone()
         };
         assert_eq!(
-            ca.issued_leaf(&crt, &key, &LeafDigest::default(), &with_uri, &memo),
+            ca.issued_leaf(&crt, &key, None, &LeafDigest::default(), &with_uri, &memo),
             None
         );
         let other_key = b64(&ca.issue(&want, NOW, &mut rng()).unwrap().key_pem);
         assert_eq!(
-            ca.issued_leaf(&crt, &other_key, &LeafDigest::default(), &want, &memo),
+            ca.issued_leaf(&crt, &other_key, None, &LeafDigest::default(), &want, &memo),
             None
         );
         let b = generate_ca("a", "td", NOW, &mut rng()).unwrap();
         let b = checked(&b);
         assert_eq!(
-            b.issued_leaf(&crt, &key, &LeafDigest::default(), &want, &memo),
+            b.issued_leaf(&crt, &key, None, &LeafDigest::default(), &want, &memo),
             None
         );
         assert_eq!(memo.len(), 1, "failures are not stored");
@@ -1288,9 +1486,12 @@ mod tests {
     fn the_leaf_memo_is_bounded_and_keeps_what_is_used() {
         let memo = CheckedLeaves::default();
         let n = CheckedLeaves::GENERATION;
-        let v = Validity {
-            not_before: NOW,
-            not_after: NOW,
+        let v = CheckedLeaf {
+            validity: Validity {
+                not_before: NOW,
+                not_after: NOW,
+            },
+            seal: Seal([0; 32]),
         };
         let digest = |i: usize| {
             let mut d = [0u8; 32];

@@ -12,7 +12,7 @@ use crate::mesh_root_certificate::model::{
     DataObjectOut, DataValue, Mrc, Provider, Role, CONFIGMAP_KEY, MANAGED_BY, MRC_KEY, SECRET_KEY,
 };
 use crate::meta::{Condition, PreviousConditions};
-use crate::pki::{Ca, CheckedCas, CheckedLeaves, LeafRequest};
+use crate::pki::{Ca, CheckedCas, CheckedLeaves, LeafRequest, Seal};
 use foldhash::{HashMap, HashSet};
 use rand_core::CryptoRngCore;
 use serde::{Deserialize, Serialize};
@@ -25,6 +25,8 @@ use time::OffsetDateTime;
 pub const LABEL_MANAGER: &str = "metahooks.dev/certificate-manager";
 pub const ANNOTATION_SIGNING: &str = "metahooks.dev/signing-issuer";
 pub const ANNOTATION_VALIDATING: &str = "metahooks.dev/validating-issuer";
+/// The signing CA's seal of the leaf ([`crate::pki::Seal`]).
+pub const ANNOTATION_SEAL: &str = "metahooks.dev/leaf-seal";
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self", rename_all = "camelCase")]
@@ -376,14 +378,15 @@ fn issue<'a>(
         };
         let observed = observed_leaves.get(cert.secret_name.as_str()).copied();
         let kept = observed.and_then(|o| keep(o, &want, issuers, now, leaves));
-        let (tls_crt, tls_key, renewal) = match kept {
+        let leaf = match kept {
             Some(k) => k,
             None => match issuers.signing_ca.issue(&want, now, rng) {
-                Ok(pair) => (
-                    DataValue::Made(b64(pair.cert_pem.as_bytes())),
-                    DataValue::Made(b64(pair.key_pem.as_bytes())),
-                    now.saturating_add(cert.validity) - cert.validity / 3,
-                ),
+                Ok(issued) => LeafOut {
+                    tls_crt: DataValue::Made(b64(issued.cert_pem.as_bytes())),
+                    tls_key: DataValue::Made(b64(issued.key_pem.as_bytes())),
+                    renewal: now.saturating_add(cert.validity) - cert.validity / 3,
+                    seal: issued.seal,
+                },
                 Err(e) => {
                     return freeze(
                         req,
@@ -398,6 +401,7 @@ fn issue<'a>(
                 }
             },
         };
+        let renewal = leaf.renewal;
         earliest_renewal = Some(earliest_renewal.map_or(renewal, |e| e.min(renewal)));
         children.push(DataObjectOut {
             api_version: "v1",
@@ -409,13 +413,14 @@ fn issue<'a>(
                 annotations: Cow::Owned(BTreeMap::from([
                     (ANNOTATION_SIGNING.into(), s.into()),
                     (ANNOTATION_VALIDATING.into(), v.into()),
+                    (ANNOTATION_SEAL.into(), leaf.seal.text().into()),
                 ])),
             },
             type_: Some("kubernetes.io/tls".to_owned()),
             data: BTreeMap::from([
                 (Text::from("ca.crt"), issuers.trust.secret.clone()),
-                (Text::from("tls.crt"), tls_crt),
-                (Text::from("tls.key"), tls_key),
+                (Text::from("tls.crt"), leaf.tls_crt),
+                (Text::from("tls.key"), leaf.tls_key),
             ]),
         });
     }
@@ -451,15 +456,23 @@ fn spiffe_uri(signing: &Mrc, cert: &Certificate) -> Option<String> {
     Some(format!("spiffe://{td}/{}", path.replace('.', "/")))
 }
 
+/// A leaf Secret's values, kept or issued, with its renewal point and S's seal of it.
+struct LeafOut<'a> {
+    tls_crt: DataValue<'a>,
+    tls_key: DataValue<'a>,
+    renewal: OffsetDateTime,
+    seal: Seal,
+}
+
 /// §3.3: an observed leaf is kept when it is ours under (S, V), signed by S, names what the spec
-/// asks for, and has more than a third of its validity left. Returns its data and renewal point.
+/// asks for, and has more than a third of its validity left.
 fn keep<'a>(
     observed: &DataObject<'a>,
     want: &LeafRequest,
     issuers: &Issuers,
     now: OffsetDateTime,
     leaves: &CheckedLeaves,
-) -> Option<(DataValue<'a>, DataValue<'a>, OffsetDateTime)> {
+) -> Option<LeafOut<'a>> {
     let annotations = &observed.metadata.annotations;
     if annotations.get(ANNOTATION_SIGNING).map(Text::as_str)
         != Some(issuers.signing.metadata.name.as_str())
@@ -469,20 +482,22 @@ fn keep<'a>(
         return None;
     }
     let (crt, key) = (observed.data.get("tls.crt")?, observed.data.get("tls.key")?);
-    let validity = issuers.signing_ca.issued_leaf(
+    let leaf = issuers.signing_ca.issued_leaf(
         &crt.text(),
         &key.text(),
+        annotations.get(ANNOTATION_SEAL).map(Text::as_str),
         &observed.leaf_digest,
         want,
         leaves,
     )?;
+    let validity = leaf.validity;
     let lifetime = validity.not_after - validity.not_before;
-    let renewal = validity.not_after - lifetime / 3;
-    (validity.not_after - now >= lifetime / 3).then_some((
-        DataValue::Raw(crt.clone()),
-        DataValue::Raw(key.clone()),
-        renewal,
-    ))
+    (validity.not_after - now >= lifetime / 3).then(|| LeafOut {
+        tls_crt: DataValue::Raw(crt.clone()),
+        tls_key: DataValue::Raw(key.clone()),
+        renewal: validity.not_after - lifetime / 3,
+        seal: leaf.seal,
+    })
 }
 
 /// §3.6: nothing issued, nothing deleted, the previous issuers kept, Ready=False.

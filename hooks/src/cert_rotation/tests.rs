@@ -620,3 +620,61 @@ fn a_child_secret_without_a_name_is_a_request_error_naming_it() {
     let err = decode::<SyncRequest>(&body).unwrap_err();
     assert_eq!(err.path, "children.Secret.v1..metadata.name");
 }
+
+/// §3.3 with DECISIONS.md "Leaf seals": every leaf Secret carries its signer's seal, the same for
+/// a kept leaf as when it was issued; a leaf observed without it, or with another, is checked in
+/// full (its signature verified) and kept with the right one; a seal copied to another CA's leaf
+/// does not make it kept.
+#[test]
+fn rule_3_3_a_leaf_carries_its_signers_seal_whatever_seal_it_came_with() {
+    const SEAL: &str = "metahooks.dev/leaf-seal";
+    let mrcs = [mrc("a", json!("active"), tresor("a-ca"))];
+    let secrets = [ca_secret("a-ca", "a")];
+    let first = run(&request(spec(), json!({}), &mrcs, &secrets, &[]));
+    let leaf = first["children"][1].clone();
+    let seal = leaf["metadata"]["annotations"][SEAL].as_str().unwrap();
+    assert_eq!(
+        crate::pki::from_base64(seal).map(|s| s.len()),
+        Some(32),
+        "{seal}"
+    );
+    let other_leaf = run(&request(spec(), json!({}), &mrcs, &secrets, &[]))["children"][1].clone();
+    let other_seal = &other_leaf["metadata"]["annotations"][SEAL];
+    assert_ne!(other_seal, seal, "each leaf has its own seal");
+    for written in [Value::Null, json!("garbage"), other_seal.clone()] {
+        let mut observed = leaf.clone();
+        match &written {
+            Value::Null => {
+                observed["metadata"]["annotations"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove(SEAL);
+            }
+            other => observed["metadata"]["annotations"][SEAL] = other.clone(),
+        }
+        let resp = run(&request(spec(), json!({}), &mrcs, &secrets, &[observed]));
+        let out = &resp["children"][1];
+        assert_eq!(
+            out["data"]["tls.crt"], leaf["data"]["tls.crt"],
+            "{written}: kept"
+        );
+        assert_eq!(out["metadata"]["annotations"][SEAL], seal, "{written}");
+    }
+    // Another CA's leaf under this one's annotations and one of its seals is issued anew.
+    let b_secrets = [ca_secret("a-ca", "a")];
+    let mut foreign =
+        run(&request(spec(), json!({}), &mrcs, &b_secrets, &[]))["children"][1].clone();
+    foreign["metadata"]["annotations"][SEAL] = json!(seal);
+    let resp = run(&request(
+        spec(),
+        json!({}),
+        &mrcs,
+        &secrets,
+        &[foreign.clone()],
+    ));
+    assert_ne!(
+        resp["children"][1]["data"]["tls.crt"],
+        foreign["data"]["tls.crt"]
+    );
+    assert_ne!(resp["children"][1]["metadata"]["annotations"][SEAL], seal);
+}
