@@ -431,8 +431,9 @@ impl rand_core::RngCore for Repeatable {
 impl rand_core::CryptoRng for Repeatable {}
 
 /// What a hook answers `body` with, given `memo`: the answer, or the error's path and message.
-/// A certificate made now (a leaf, a CA) is left out: its signature draws from ring's own random
-/// source, so two makings never give the same bytes (its key, from the source handed in, stays).
+/// A certificate made now (a leaf, a CA) is left out, with a leaf's seal: its signature draws from
+/// ring's own random source, so two makings never give the same bytes (its key, from the source
+/// handed in, stays).
 fn answer(
     id: &str,
     body: &[u8],
@@ -455,14 +456,21 @@ fn answer(
     });
     for (key, objects) in ["children", "attachments"].iter().zip(objects) {
         let Some(mut objects) = objects else { continue };
-        for data in objects
-            .iter_mut()
-            .filter_map(|o| o.get_mut("data").and_then(Value::as_object_mut))
-        {
+        for object in &mut objects {
+            let Some(data) = object.get_mut("data").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            let mut made_now = false;
             for (name, value) in data.iter_mut() {
                 if name.ends_with(".crt") && !sent.contains(value.as_str().unwrap_or_default()) {
                     *value = json!("made now");
+                    made_now = true;
                 }
+            }
+            // A leaf's seal covers its certificate.
+            let seal = "/metadata/annotations/metahooks.dev~1leaf-seal";
+            if let Some(seal) = object.pointer_mut(seal).filter(|_| made_now) {
+                *seal = json!("made now");
             }
         }
         answer[*key] = Value::Array(objects);
