@@ -190,6 +190,25 @@ fn delete_graph(c: &mut Criterion) {
     );
 }
 
+/// [`requests::cert_rotation_sync`] with `reuse`, its leaves without their seals: as issued
+/// before leaves were sealed, or by another tool, so that a first sync verifies each signature.
+fn cert_rotation_sync_unsealed(n: usize) -> Vec<u8> {
+    let mut request: serde_json::Value =
+        serde_json::from_slice(&requests::cert_rotation_sync(n, true)).unwrap();
+    for group in ["children", "related"] {
+        for leaf in request[group]["Secret.v1"]
+            .as_object_mut()
+            .unwrap()
+            .values_mut()
+        {
+            if let Some(annotations) = leaf["metadata"]["annotations"].as_object_mut() {
+                annotations.remove("metahooks.dev/leaf-seal");
+            }
+        }
+    }
+    serde_json::to_vec(&request).unwrap()
+}
+
 fn cert_rotation(c: &mut Criterion) {
     let reuse = [10, 100, 1000]
         .map(|n| (n, requests::cert_rotation_sync(n, true)))
@@ -226,6 +245,16 @@ fn cert_rotation(c: &mut Criterion) {
         "cert-rotation-sync-reuse-cold",
         "cert-rotation/sync",
         reuse,
+        MemoUse::Cold,
+    );
+    let unsealed = [10, 100, 1000]
+        .map(|n| (n, cert_rotation_sync_unsealed(n)))
+        .to_vec();
+    bench_pairs_with(
+        c,
+        "cert-rotation-sync-unsealed-cold",
+        "cert-rotation/sync",
+        unsealed,
         MemoUse::Cold,
     );
     let issue = [10, 100, 1000]
