@@ -104,9 +104,9 @@ pub struct PkiMemo {
 /// Secret's `tls.crt` and `tls.key` values as sent ([`LeafDigest`]) and the names asked for, so a
 /// leaf, CA or request that differs in any byte is checked afresh; its value is the leaf's
 /// validity, so that renewal is decided against each request's time, and its seal. Only leaves
-/// that passed are stored. Bounded: two generations of at most [`Self::GENERATION`] entries each (a hit in the
-/// older one is carried into the newer one), so at most about 6 MiB. The memo changes how fast a
-/// check is, never its result.
+/// that passed are stored. Bounded: two generations of at most [`Self::GENERATION`] entries each
+/// (a hit in the older one is carried into the newer one), so at most about 6 MiB. The memo
+/// changes how fast a check is, never its result.
 #[derive(Debug, Default)]
 pub struct CheckedLeaves {
     generations: Mutex<[HashMap<[u8; 32], CheckedLeaf>; 2]>,
@@ -252,10 +252,11 @@ const SEAL_KEY_LABEL: &[u8] = b"metahooks.dev/leaf-seal v1";
 
 /// A leaf's seal: HMAC-SHA256 over the DER of its certificate and of its private key, under a key
 /// derived from the private key of the CA that issued it. Only a holder of that CA key can make
-/// one, and metahooks makes one only for a leaf it has just signed with that key, so a leaf whose
-/// seal matches is one that CA signed: its signature is not verified again, which spares a first
-/// sync one ECDSA verification per leaf. Written as standard base64 to the leaf Secret's seal
-/// annotation; it tells nothing of either key.
+/// one, and metahooks writes one only for a leaf it has just signed with that key or whose
+/// signature by it it has verified, so a leaf whose seal matches is one that CA signed: its
+/// signature is not verified again, which spares a first sync one ECDSA verification per leaf.
+/// Written as standard base64 to the leaf Secret's seal annotation; it tells nothing of either
+/// key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seal([u8; 32]);
 
