@@ -105,7 +105,7 @@ pub struct PkiMemo {
 /// leaf, CA or request that differs in any byte is checked afresh; its value is the leaf's
 /// validity, so that renewal is decided against each request's time, and its seal. Only leaves
 /// that passed are stored. Bounded: two generations of at most [`Self::GENERATION`] entries each
-/// (a hit in the older one is carried into the newer one), so at most about 6 MiB. The memo
+/// (a hit in the older one is carried into the newer one), so at most about 7 MiB. The memo
 /// changes how fast a check is, never its result.
 #[derive(Debug, Default)]
 pub struct CheckedLeaves {
@@ -255,21 +255,34 @@ const SEAL_KEY_LABEL: &[u8] = b"metahooks.dev/leaf-seal v1";
 /// one, and metahooks writes one only for a leaf it has just signed with that key or whose
 /// signature by it it has verified, so a leaf whose seal matches is one that CA signed: its
 /// signature is not verified again, which spares a first sync one ECDSA verification per leaf.
-/// Written as standard base64 to the leaf Secret's seal annotation; it tells nothing of either
-/// key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Seal([u8; 32]);
+/// Kept as it is written to the leaf Secret's seal annotation: the 32 octets in standard base64,
+/// 44 characters. It tells nothing of either key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Seal([u8; 44]);
 
 impl Seal {
-    /// The seal as written to the annotation: standard base64.
-    pub fn text(&self) -> String {
+    /// The seal of a MAC, or `None` if it is not the 32 octets of one.
+    fn of(mac: &[u8]) -> Option<Seal> {
         use base64::Engine;
-        base64::engine::general_purpose::STANDARD.encode(self.0)
+        let mut text = [0u8; 44];
+        let written = base64::engine::general_purpose::STANDARD.encode_slice(mac, &mut text);
+        (written == Ok(text.len()) && mac.len() == 32).then_some(Seal(text))
+    }
+
+    /// The seal as written to the annotation.
+    pub fn text(&self) -> &str {
+        std::str::from_utf8(&self.0).unwrap_or_default()
     }
 
     /// Whether `text` is this seal as [`Self::text`] writes it, compared in constant time.
-    fn is_written_as(&self, text: &str) -> bool {
-        from_base64(text).is_some_and(|written| written.ct_eq(&self.0).into())
+    pub fn is_written_as(&self, text: &str) -> bool {
+        text.as_bytes().ct_eq(&self.0).into()
+    }
+}
+
+impl std::fmt::Debug for Seal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Seal").field(&self.text()).finish()
     }
 }
 
@@ -473,20 +486,18 @@ impl Ca {
         Ok(IssuedLeaf {
             cert_pem: cert.pem(),
             key_pem: key.pem(),
-            seal: self.seal(cert.der(), &key.pkcs8),
+            seal: self.seal(cert.der(), &key.pkcs8).ok_or(PkiError::Signing)?,
         })
     }
 
     /// This CA's seal of a leaf with the certificate `cert_der` and the private key `key_der`.
-    fn seal(&self, cert_der: &[u8], key_der: &[u8]) -> Seal {
+    fn seal(&self, cert_der: &[u8], key_der: &[u8]) -> Option<Seal> {
         let mut mac = hmac::Context::with_key(&self.seal_key);
         for der in [cert_der, key_der] {
             mac.update(&(der.len() as u64).to_be_bytes());
             mac.update(der);
         }
-        let mut seal = [0u8; 32];
-        seal.copy_from_slice(mac.sign().as_ref());
-        Seal(seal)
+        Seal::of(mac.sign().as_ref())
     }
 
     /// The validity and seal of the leaf in a Secret's `tls.crt` and `tls.key` values (base64
@@ -573,7 +584,7 @@ impl Ca {
                 }
             }
         }
-        let own_seal = self.seal(&der, &key_der);
+        let own_seal = self.seal(&der, &key_der)?;
         let signed_by_ca = leaf.issuer().as_raw() == self.subject.as_slice()
             && (seal.is_some_and(|written| own_seal.is_written_as(written))
                 || SubjectPublicKeyInfo::from_der(&self.public_key_info)
@@ -1205,6 +1216,11 @@ mod tests {
         (pem_of(&der), der)
     }
 
+    /// `ca`'s seal of a certificate and key, as written.
+    fn sealed(ca: &Ca, cert_der: &[u8], key_der: &[u8]) -> String {
+        ca.seal(cert_der, key_der).unwrap().text().to_owned()
+    }
+
     /// The DER of a leaf's `tls.key`.
     fn key_der(leaf: &IssuedLeaf) -> Vec<u8> {
         pem_blocks(leaf.key_pem.as_bytes()).next().unwrap().contents
@@ -1220,7 +1236,7 @@ mod tests {
             .unwrap();
         let (crt, key) = (leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes());
         let seal = leaf.seal.text();
-        let facts = a.inspect_leaf(crt, key, Some(&seal)).unwrap();
+        let facts = a.inspect_leaf(crt, key, Some(seal)).unwrap();
         assert!(facts.signed_by_ca);
         assert_eq!(
             facts.seal, leaf.seal,
@@ -1228,6 +1244,8 @@ mod tests {
         );
         assert_eq!(a.inspect_leaf(crt, key, None).unwrap().seal, leaf.seal);
         assert_eq!(seal.len(), 44, "32 octets in standard base64");
+        assert_eq!(from_base64(seal).map(|mac| mac.len()), Some(32));
+        assert_eq!((Seal::of(&[0; 31]), Seal::of(&[0; 33])), (None, None));
         // The seal follows from the CA Secret alone: the same after a restart.
         assert_eq!(
             checked(&a_pair).inspect_leaf(crt, key, None).unwrap().seal,
@@ -1237,7 +1255,7 @@ mod tests {
         // A leaf whose seal is its CA's is not verified again: one with a broken signature
         // that bears the CA's seal passes (only the CA key's holder could have sealed it).
         let (broken, broken_der) = with_broken_signature(&leaf);
-        let broken_seal = a.seal(&broken_der, &key_der(&leaf)).text();
+        let broken_seal = sealed(&a, &broken_der, &key_der(&leaf));
         assert!(
             a.inspect_leaf(broken.as_bytes(), key, Some(&broken_seal))
                 .unwrap()
@@ -1247,14 +1265,14 @@ mod tests {
         let another = a
             .issue(&plain_leaf(Duration::hours(1)), NOW, &mut rng())
             .unwrap();
-        let b_seal = b.seal(&broken_der, &key_der(&leaf)).text();
+        let b_seal = sealed(&b, &broken_der, &key_der(&leaf));
         let mut flipped = broken_seal.clone().into_bytes();
         flipped[0] = if flipped[0] == b'A' { b'B' } else { b'A' };
         let flipped = String::from_utf8(flipped).unwrap();
         for written in [
             None,
-            Some(seal.as_str()),
-            Some(another.seal.text().as_str()),
+            Some(seal),
+            Some(another.seal.text()),
             Some(b_seal.as_str()),
             Some(flipped.as_str()),
             Some(&broken_seal[..40]),
@@ -1266,13 +1284,13 @@ mod tests {
             assert_eq!(facts.seal.text(), broken_seal);
         }
         // The seal covers the key: the same certificate with another key is sealed otherwise.
-        assert_ne!(a.seal(&broken_der, &key_der(&another)).text(), broken_seal);
+        assert_ne!(sealed(&a, &broken_der, &key_der(&another)), broken_seal);
         // The issuer must still be the CA: another CA's leaf sealed by this one is not taken.
         let b_leaf = b
             .issue(&plain_leaf(Duration::hours(1)), NOW, &mut rng())
             .unwrap();
         let b_der = first_certificate(b_leaf.cert_pem.as_bytes()).unwrap();
-        let sealed_by_a = a.seal(&b_der, &key_der(&b_leaf)).text();
+        let sealed_by_a = sealed(&a, &b_der, &key_der(&b_leaf));
         let facts = a
             .inspect_leaf(
                 b_leaf.cert_pem.as_bytes(),
@@ -1311,7 +1329,7 @@ mod tests {
                 not_before: NOW,
                 not_after: NOW + Duration::days(9),
             },
-            seal: Seal([7; 32]),
+            seal: Seal([b'7'; 44]),
         };
         for v in memo.lock()[0].values_mut() {
             *v = marked;
@@ -1492,7 +1510,7 @@ mod tests {
                 not_before: NOW,
                 not_after: NOW,
             },
-            seal: Seal([0; 32]),
+            seal: Seal([b'0'; 44]),
         };
         let digest = |i: usize| {
             let mut d = [0u8; 32];

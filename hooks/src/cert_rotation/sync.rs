@@ -12,7 +12,7 @@ use crate::mesh_root_certificate::model::{
     DataObjectOut, DataValue, Mrc, Provider, Role, CONFIGMAP_KEY, MANAGED_BY, MRC_KEY, SECRET_KEY,
 };
 use crate::meta::{Condition, PreviousConditions};
-use crate::pki::{Ca, CheckedCas, CheckedLeaves, LeafRequest, Seal};
+use crate::pki::{Ca, CheckedCas, CheckedLeaves, LeafRequest};
 use foldhash::{HashMap, HashSet};
 use rand_core::CryptoRngCore;
 use serde::{Deserialize, Serialize};
@@ -385,7 +385,7 @@ fn issue<'a>(
                     tls_crt: DataValue::Made(b64(issued.cert_pem.as_bytes())),
                     tls_key: DataValue::Made(b64(issued.key_pem.as_bytes())),
                     renewal: now.saturating_add(cert.validity) - cert.validity / 3,
-                    seal: issued.seal,
+                    seal: issued.seal.text().to_owned().into(),
                 },
                 Err(e) => {
                     return freeze(
@@ -413,7 +413,7 @@ fn issue<'a>(
                 annotations: Cow::Owned(BTreeMap::from([
                     (ANNOTATION_SIGNING.into(), s.into()),
                     (ANNOTATION_VALIDATING.into(), v.into()),
-                    (ANNOTATION_SEAL.into(), leaf.seal.text().into()),
+                    (ANNOTATION_SEAL.into(), leaf.seal),
                 ])),
             },
             type_: Some("kubernetes.io/tls".to_owned()),
@@ -456,12 +456,12 @@ fn spiffe_uri(signing: &Mrc, cert: &Certificate) -> Option<String> {
     Some(format!("spiffe://{td}/{}", path.replace('.', "/")))
 }
 
-/// A leaf Secret's values, kept or issued, with its renewal point and S's seal of it.
+/// A leaf Secret's values, kept or issued, with its renewal point and S's seal of it as written.
 struct LeafOut<'a> {
     tls_crt: DataValue<'a>,
     tls_key: DataValue<'a>,
     renewal: OffsetDateTime,
-    seal: Seal,
+    seal: Text<'a>,
 }
 
 /// §3.3: an observed leaf is kept when it is ours under (S, V), signed by S, names what the spec
@@ -482,10 +482,11 @@ fn keep<'a>(
         return None;
     }
     let (crt, key) = (observed.data.get("tls.crt")?, observed.data.get("tls.key")?);
+    let written = annotations.get(ANNOTATION_SEAL);
     let leaf = issuers.signing_ca.issued_leaf(
         &crt.text(),
         &key.text(),
-        annotations.get(ANNOTATION_SEAL).map(Text::as_str),
+        written.map(Text::as_str),
         &observed.leaf_digest,
         want,
         leaves,
@@ -496,7 +497,11 @@ fn keep<'a>(
         tls_crt: DataValue::Raw(crt.clone()),
         tls_key: DataValue::Raw(key.clone()),
         renewal: validity.not_after - lifetime / 3,
-        seal: leaf.seal,
+        // Most leaves come with their seal: written back as sent.
+        seal: match written {
+            Some(text) if leaf.seal.is_written_as(text) => text.clone(),
+            _ => leaf.seal.text().to_owned().into(),
+        },
     })
 }
 
