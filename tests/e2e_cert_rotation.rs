@@ -356,3 +356,58 @@ fn leaves_renew_near_expiry_on_the_virtual_clock() {
     assert_eq!(second["api-tls"], first["api-tls"]);
     check_trust(&sim);
 }
+
+/// DECISIONS.md "Leaf seals", the upgrade: leaves written before metahooks sealed them (no seal
+/// in the Secret nor in Metacontroller's last-applied copy) are verified, kept as they are and
+/// sealed once, with the seal they had; the next syncs write nothing more.
+#[test]
+fn leaves_from_before_seals_are_kept_and_sealed_once() {
+    const SEAL: &str = "metahooks.dev/leaf-seal";
+    const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
+    let mut sim = sim();
+    set_role(&mut sim, "mrc-a", Some("active")).unwrap();
+    let issued = leaves(&sim);
+    let seal_of = |sim: &Sim, name: &str| {
+        sim.get("Secret", NS, name).unwrap()["metadata"]["annotations"][SEAL].clone()
+    };
+    let seals: Vec<_> = ["web-tls", "api-tls"]
+        .iter()
+        .map(|n| seal_of(&sim, n))
+        .collect();
+    for name in ["web-tls", "api-tls"] {
+        let mut leaf = sim.get("Secret", NS, name).unwrap().clone();
+        let annotations = leaf["metadata"]["annotations"].as_object_mut().unwrap();
+        annotations.remove(SEAL);
+        let mut applied: serde_json::Value =
+            serde_json::from_str(annotations[LAST_APPLIED].as_str().unwrap()).unwrap();
+        applied["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove(SEAL);
+        annotations[LAST_APPLIED] = json!(applied.to_string());
+        sim.apply(&leaf.to_string()).unwrap();
+        assert!(seal_of(&sim, name).is_null(), "{name}: as before seals");
+    }
+    sim.run_until_quiet();
+    assert_eq!(leaves(&sim), issued, "kept, not issued again");
+    let resealed: Vec<_> = ["web-tls", "api-tls"]
+        .iter()
+        .map(|n| seal_of(&sim, n))
+        .collect();
+    assert_eq!(resealed, seals);
+    check_trust(&sim);
+    let versions = |sim: &Sim| -> Vec<serde_json::Value> {
+        ["web-tls", "api-tls"]
+            .iter()
+            .map(|n| sim.get("Secret", NS, n).unwrap()["metadata"]["resourceVersion"].clone())
+            .collect()
+    };
+    let settled = versions(&sim);
+    // A label on the manager syncs it again.
+    let mut manager = sim.get("CertificateManager", NS, "mesh").unwrap().clone();
+    manager["metadata"]["labels"]["touched"] = json!("yes");
+    sim.apply(&manager.to_string()).unwrap();
+    assert!(sim.run_until_quiet() > 0, "synced again");
+    assert_eq!(versions(&sim), settled, "written once");
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
