@@ -142,7 +142,13 @@ impl<V> Recent<Kept<V>> {
 
     /// Stores `value` as made from `bytes`, under their fingerprint `key` (see [`Self::store`]:
     /// not in place of a value already under that key).
-    pub fn store_made_from(&self, key: Fingerprint, bytes: Vec<u8>, value: Arc<V>, size: usize) {
+    pub(crate) fn store_made_from(
+        &self,
+        key: Fingerprint,
+        bytes: Vec<u8>,
+        value: Arc<V>,
+        size: usize,
+    ) {
         let made_from = bytes.into_boxed_slice();
         self.store(key, Arc::new(Kept { made_from, value }), size);
     }
@@ -1058,8 +1064,8 @@ mod tests {
 
     /// What a kept request works out for a body that differs from it, checked: a body it
     /// answers decodes to it; where the objects of a body it moves are, equal to where they are
-    /// found afresh; and a request spliced from it, equal to the body decoded whole. Returns what
-    /// is kept for the body, if anything: the request it answers with, or the splice.
+    /// found afresh; and a request spliced from it, equal to the body decoded whole. Returns the
+    /// splice, if there is one (a body it answers is kept as its values, checked here).
     fn checked<R>(kept: KeptRequest<R>, changed: &[u8]) -> Option<KeptRequest<R>>
     where
         R: DecodedRequest,
