@@ -156,10 +156,10 @@ fn run_hook(id: &str, file: Option<PathBuf>, now: Option<&str>) -> Result<()> {
             buf
         }
     };
-    let mut rng = rand_core::OsRng;
+    let rng = ring::rand::SystemRandom::new();
     let mut ctx = HookContext {
         now,
-        rng: &mut rng,
+        rng: &rng,
         memo: &Default::default(),
     };
     match (hook.run)(&body, &mut ctx) {

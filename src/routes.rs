@@ -212,10 +212,10 @@ async fn run_hook(
     }
     let body = read_body(req.into_body(), limit).await?;
 
-    let mut rng = rand_core::OsRng;
+    let rng = ring::rand::SystemRandom::new();
     let mut ctx = HookContext {
         now: (state.clock)(),
-        rng: &mut rng,
+        rng: &rng,
         memo: &state.memo,
     };
     // A panic in a hook is a bug (ours or a dependency's). Caught here, it is answered with a

@@ -19,10 +19,10 @@ fn floor(body: &[u8]) -> Vec<u8> {
 
 fn run_hook(id: &str, body: &[u8], memo: &Memo) -> Vec<u8> {
     let hook = find(id).unwrap();
-    let mut rng = rand_core::OsRng;
+    let rng = ring::rand::SystemRandom::new();
     let mut ctx = HookContext {
         now: requests::now(),
-        rng: &mut rng,
+        rng: &rng,
         memo,
     };
     (hook.run)(body, &mut ctx).unwrap().body

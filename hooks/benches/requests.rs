@@ -83,10 +83,10 @@ pub fn app_discovery_sync(n: usize) -> Vec<u8> {
 }
 
 fn call(id: &str, body: &Value) -> Value {
-    let mut rng = rand_core::OsRng;
+    let rng = ring::rand::SystemRandom::new();
     let mut ctx = HookContext {
         now: now(),
-        rng: &mut rng,
+        rng: &rng,
         memo: &Default::default(),
     };
     let out = (find(id).unwrap().run)(&serde_json::to_vec(body).unwrap(), &mut ctx).unwrap();
@@ -143,8 +143,8 @@ pub fn delete_graph_sync(n: usize) -> Vec<u8> {
 /// every leaf is observed valid (nothing to issue), else none is (all are issued).
 pub fn cert_rotation_sync(n: usize, reuse: bool) -> Vec<u8> {
     let ns = "mesh";
-    let mut rng = rand_core::OsRng;
-    let ca = |name: &str, rng: &mut rand_core::OsRng| {
+    let rng = ring::rand::SystemRandom::new();
+    let ca = |name: &str, rng: &ring::rand::SystemRandom| {
         let pair = metahooks_hooks::pki::generate_ca(name, "cluster.local", now(), rng).unwrap();
         use base64::Engine;
         let b = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
@@ -157,7 +157,7 @@ pub fn cert_rotation_sync(n: usize, reuse: bool) -> Vec<u8> {
         "spec": {"role": role, "trustDomain": "cluster.local", "spiffeEnabled": false, "provider": {"tresor": {"ca": {"secretRef": {"name": format!("{name}-ca"), "namespace": ns}}}}}})
     };
     let certificates: Vec<Value> = (0..n).map(|i| json!({"secretName": format!("svc-{i}-tls"), "commonName": format!("svc-{i}.{ns}.cluster.local"), "dnsNames": [format!("svc-{i}.{ns}.svc")], "validity": "24h"})).collect();
-    let secrets = vec![ca("mrc-a", &mut rng), ca("mrc-b", &mut rng)];
+    let secrets = vec![ca("mrc-a", &rng), ca("mrc-b", &rng)];
     let mut request = json!({
         "controller": {"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController", "metadata": {"name": "cert-rotation"}},
         "parent": {"apiVersion": "metahooks.dev/v1alpha1", "kind": "CertificateManager", "metadata": {"name": "mesh", "namespace": ns, "uid": "p", "generation": 1},

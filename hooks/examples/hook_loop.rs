@@ -116,7 +116,7 @@ fn main() -> Result<(), String> {
         } else {
             Memo::default()
         };
-        let mut rng = rand_core::OsRng;
+        let rng = ring::rand::SystemRandom::new();
         // At most 1,000 requests, taken in turn: the 256 kept are long gone when one comes again.
         let requests = (0..runs.min(1000))
             .map(|run| request_of(&body, run, &memos))
@@ -126,7 +126,7 @@ fn main() -> Result<(), String> {
             let memo = fresh.as_ref().unwrap_or(&shared);
             let mut ctx = HookContext {
                 now: time::OffsetDateTime::now_utc(),
-                rng: &mut rng,
+                rng: &rng,
                 memo,
             };
             let output =

@@ -6,7 +6,7 @@ use crate::contract::{encode, AdmissionRequest, ObjectMeta};
 use crate::memo::Memo;
 use crate::RequestError;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate};
-use rand_core::CryptoRngCore;
+use ring::rand::SecureRandom;
 use serde::Serialize;
 use time::OffsetDateTime;
 
@@ -15,7 +15,7 @@ use time::OffsetDateTime;
 /// between requests, they only save time).
 pub struct HookContext<'a> {
     pub now: OffsetDateTime,
-    pub rng: &'a mut dyn CryptoRngCore,
+    pub rng: &'a dyn SecureRandom,
     pub memo: &'a Memo,
 }
 
@@ -226,7 +226,7 @@ pub(crate) fn output_of(
     let body = serde_json::to_vec(request).expect("a JSON request");
     let mut ctx = HookContext {
         now,
-        rng: &mut rand_core::OsRng,
+        rng: &ring::rand::SystemRandom::new(),
         memo: &Memo::default(),
     };
     hook(&body, &mut ctx).expect("the hook answers")

@@ -13,10 +13,10 @@ fn now() -> time::OffsetDateTime {
 }
 
 fn call(id: &str, body: &Value) -> (Vec<u8>, Value) {
-    let mut rng = rand_core::OsRng;
+    let rng = ring::rand::SystemRandom::new();
     let mut ctx = HookContext {
         now: now(),
-        rng: &mut rng,
+        rng: &rng,
         memo: &Default::default(),
     };
     let out = (find(id).unwrap().run)(&serde_json::to_vec(body).unwrap(), &mut ctx).unwrap();
@@ -334,7 +334,7 @@ fn ca_secret(name: &str) -> Value {
         ["a", "b", "c"]
             .iter()
             .map(|n| {
-                let pair = metahooks_hooks::pki::generate_ca(n, "cluster.local", now(), &mut rand_core::OsRng).unwrap();
+                let pair = metahooks_hooks::pki::generate_ca(n, "cluster.local", now(), &ring::rand::SystemRandom::new()).unwrap();
                 use base64::Engine;
                 let b = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
                 json!({"metadata": {"name": format!("{n}-ca"), "namespace": "mesh"}, "type": "Opaque",
@@ -402,47 +402,18 @@ proptest! {
 
 // ---- the memo of decoded requests ----
 
-/// A random source that draws the same bytes each time it is made, so that an answer that
-/// issues certificates is the same bytes twice.
-struct Repeatable(u64);
-
-impl rand_core::RngCore for Repeatable {
-    fn next_u32(&mut self) -> u32 {
-        self.next_u64() as u32
-    }
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 11
-    }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        for b in dest {
-            *b = self.next_u64() as u8;
-        }
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-        self.fill_bytes(dest);
-        Ok(())
-    }
-}
-
-impl rand_core::CryptoRng for Repeatable {}
-
 /// What a hook answers `body` with, given `memo`: the answer, or the error's path and message.
-/// A certificate made now (a leaf, a CA) is left out, with a leaf's seal: its signature draws from
-/// ring's own random source, so two makings never give the same bytes (its key, from the source
-/// handed in, stays).
+/// A certificate and a key made now (a leaf's, a CA's) are left out, with a leaf's seal: they are
+/// drawn from the system's random source, so two makings never give the same bytes.
 fn answer(
     id: &str,
     body: &[u8],
     memo: &metahooks_hooks::memo::Memo,
 ) -> Result<Value, (String, String)> {
-    let mut rng = Repeatable(7);
+    let rng = ring::rand::SystemRandom::new();
     let mut ctx = HookContext {
         now: now(),
-        rng: &mut rng,
+        rng: &rng,
         memo,
     };
     let out = (find(id).unwrap().run)(body, &mut ctx).map_err(|e| (e.path, e.message))?;
@@ -462,7 +433,8 @@ fn answer(
             };
             let mut made_now = false;
             for (name, value) in data.iter_mut() {
-                if name.ends_with(".crt") && !sent.contains(value.as_str().unwrap_or_default()) {
+                let made = name.ends_with(".crt") || name.ends_with(".key");
+                if made && !sent.contains(value.as_str().unwrap_or_default()) {
                     *value = json!("made now");
                     made_now = true;
                 }

@@ -645,7 +645,7 @@ fn rule_3_customize_asks_for_the_namespace_only() {
     let no_ns = serde_json::to_vec(&json!({"parent": {"metadata": {"name": "d"}}})).unwrap();
     let mut ctx = HookContext {
         now: NOW,
-        rng: &mut rand_core::OsRng,
+        rng: &ring::rand::SystemRandom::new(),
         memo: &Default::default(),
     };
     assert_eq!(

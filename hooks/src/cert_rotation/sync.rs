@@ -14,7 +14,7 @@ use crate::mesh_root_certificate::model::{
 use crate::meta::{Condition, PreviousConditions};
 use crate::pki::{Ca, CheckedCas, CheckedLeaves, LeafRequest};
 use foldhash::{HashMap, HashSet};
-use rand_core::CryptoRngCore;
+use ring::rand::SecureRandom;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -154,7 +154,7 @@ impl TrustBundles {
 pub fn sync<'a>(
     req: &'a SyncRequest<'a>,
     now: OffsetDateTime,
-    rng: &mut dyn CryptoRngCore,
+    rng: &dyn SecureRandom,
     memo: &Memo,
 ) -> SyncResponse<'a> {
     let parent = &req.parent;
@@ -341,7 +341,7 @@ fn issue<'a>(
     spec: &ManagerSpec,
     issuers: &Issuers<'a>,
     now: OffsetDateTime,
-    rng: &mut dyn CryptoRngCore,
+    rng: &dyn SecureRandom,
     leaves: &CheckedLeaves,
 ) -> SyncResponse<'a> {
     let parent = &req.parent;

@@ -19,7 +19,7 @@ fn tresor(secret: &str) -> Value {
 }
 
 fn ca_secret(name: &str, cn: &str) -> Value {
-    let pair = generate_ca(cn, "cluster.local", NOW, &mut rand_core::OsRng).unwrap();
+    let pair = generate_ca(cn, "cluster.local", NOW, &ring::rand::SystemRandom::new()).unwrap();
     json!({"metadata": {"name": name, "namespace": NS}, "type": "Opaque",
            "data": {"ca.crt": b64(pair.cert_pem.as_bytes()), "private.key": b64(pair.key_pem.as_bytes())}})
 }
@@ -58,7 +58,13 @@ fn spec() -> Value {
 
 fn run(body: &[u8]) -> Value {
     let req: SyncRequest = decode(body).unwrap();
-    serde_json::to_value(sync(&req, NOW, &mut rand_core::OsRng, &Default::default())).unwrap()
+    serde_json::to_value(sync(
+        &req,
+        NOW,
+        &ring::rand::SystemRandom::new(),
+        &Default::default(),
+    ))
+    .unwrap()
 }
 
 fn ready(resp: &Value) -> (String, String) {
@@ -386,7 +392,7 @@ fn a_shared_memo_checks_each_ca_once_and_follows_changed_ca_secrets() {
     let memo = crate::memo::Memo::default();
     let run_with = |body: &[u8]| {
         let req: SyncRequest = decode(body).unwrap();
-        serde_json::to_value(sync(&req, NOW, &mut rand_core::OsRng, &memo)).unwrap()
+        serde_json::to_value(sync(&req, NOW, &ring::rand::SystemRandom::new(), &memo)).unwrap()
     };
     let mrcs = [
         mrc("a", json!("active"), tresor("a-ca")),

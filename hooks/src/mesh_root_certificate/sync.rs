@@ -10,7 +10,7 @@ use crate::cert_rotation::sync::Manager;
 use crate::contract::{object_maps, DecoratorRequest, DecoratorResponse, MetaOut, Text};
 use crate::meta::{parse_rfc3339, Condition};
 use crate::pki::{generate_ca, CheckedCas};
-use rand_core::CryptoRngCore;
+use ring::rand::SecureRandom;
 use serde::Serialize;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -62,7 +62,7 @@ impl Usage {
 pub fn sync<'a>(
     req: &'a SyncRequest<'a>,
     now: OffsetDateTime,
-    rng: &mut dyn CryptoRngCore,
+    rng: &dyn SecureRandom,
     cas: &CheckedCas,
 ) -> SyncResponse<'a> {
     let mrc = &req.object;
@@ -220,7 +220,7 @@ fn ca_secret<'a>(
     req: &'a SyncRequest<'a>,
     usage: Usage,
     now: OffsetDateTime,
-    rng: &mut dyn CryptoRngCore,
+    rng: &dyn SecureRandom,
     cas: &CheckedCas,
     attachments: &mut Vec<DataObjectOut<'a>>,
 ) -> Result<(), Problem> {

@@ -22,7 +22,7 @@ fn mrc(name: &str, role: &str, state: Option<&str>) -> Value {
 }
 
 fn ca_secret(name: &str) -> Value {
-    let pair = generate_ca(name, "cluster.local", NOW, &mut rand_core::OsRng).unwrap();
+    let pair = generate_ca(name, "cluster.local", NOW, &ring::rand::SystemRandom::new()).unwrap();
     json!({"metadata": {"name": name, "namespace": NS, "uid": "u"}, "type": "Opaque",
            "data": {"ca.crt": b64(pair.cert_pem.as_bytes()), "private.key": b64(pair.key_pem.as_bytes())}})
 }
@@ -57,7 +57,13 @@ fn run(
         "related": {"MeshRootCertificate.config.openservicemesh.io/v1alpha2": keyed(mrcs),
                     "CertificateManager.metahooks.dev/v1alpha1": keyed(managers), "Secret.v1": keyed(secrets)}})).unwrap();
     let req: SyncRequest = decode(&body).unwrap();
-    serde_json::to_value(sync(&req, NOW, &mut rand_core::OsRng, &Default::default())).unwrap()
+    serde_json::to_value(sync(
+        &req,
+        NOW,
+        &ring::rand::SystemRandom::new(),
+        &Default::default(),
+    ))
+    .unwrap()
 }
 
 fn accepted(resp: &Value) -> (&str, &str) {
