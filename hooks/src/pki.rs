@@ -1092,17 +1092,38 @@ mod tests {
         assert_eq!(der_element(b"\x04"), None);
     }
 
-    /// Each key is drawn anew from the random source: two CAs made alike differ in their keys,
-    /// and so do two leaves issued alike.
+    /// Keys come from the random source handed in, so tests can fix it (cert-rotation.md §7).
+    /// ring's sources are sealed: the fixed one here is ring's own, from a module it marks
+    /// deprecated (see DECISIONS.md, "Keys").
     #[test]
-    fn keys_are_drawn_anew_each_time() {
-        let a = generate_ca("a", "td", NOW, &rng()).unwrap();
-        let b = generate_ca("a", "td", NOW, &rng()).unwrap();
-        assert_ne!(a.key_pem, b.key_pem);
-        let ca = checked(&a);
-        let want = plain_leaf(Duration::hours(1));
-        let one = ca.issue(&want, NOW, &rng()).unwrap();
-        let two = ca.issue(&want, NOW, &rng()).unwrap();
+    #[allow(deprecated)]
+    fn keys_come_from_the_random_source() {
+        use ring::test::rand::FixedByteRandom;
+        let secret_of =
+            |pair: &PemPair| pem_blocks(pair.key_pem.as_bytes()).next().unwrap().contents;
+
+        let a = generate_ca("a", "td", NOW, &FixedByteRandom { byte: 7 }).unwrap();
+        let b = generate_ca("a", "td", NOW, &FixedByteRandom { byte: 7 }).unwrap();
+        assert_eq!(a.key_pem, b.key_pem);
+        let c = generate_ca("a", "td", NOW, &FixedByteRandom { byte: 9 }).unwrap();
+        assert_ne!(a.key_pem, c.key_pem);
+        // The 32 bytes drawn are the secret scalar as they are.
+        assert!(secret_of(&a).windows(32).any(|w| w == [7u8; 32]));
+        // 0xff.. is never below the group order: a source that gives nothing usable is an error,
+        // not an endless loop, for a CA and for a leaf.
+        assert!(matches!(
+            generate_ca("a", "td", NOW, &FixedByteRandom { byte: 0xff }),
+            Err(PkiError::Random)
+        ));
+        let leaf = checked(&a).issue(
+            &plain_leaf(Duration::hours(1)),
+            NOW,
+            &FixedByteRandom { byte: 0xff },
+        );
+        assert!(matches!(leaf, Err(PkiError::Random)));
+        // From the system's source, two keys made alike differ.
+        let one = generate_ca("a", "td", NOW, &rng()).unwrap();
+        let two = generate_ca("a", "td", NOW, &rng()).unwrap();
         assert_ne!(one.key_pem, two.key_pem);
     }
 
