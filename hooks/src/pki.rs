@@ -746,9 +746,9 @@ fn new_params(
     Ok(params)
 }
 
-/// A fresh ECDSA P-256 key drawn from `rng`, made by ring: its P-256 code computes the public
-/// point about five times as fast as the `p256` crate's (which the twenty-seventh round and
-/// earlier used), and it writes the key as PKCS#8 with the public point, as OpenSSL does.
+/// A fresh ECDSA P-256 key drawn from `rng`, made by ring (its P-256 code computes the public
+/// point about five times as fast as the `p256` crate's: docs/DECISIONS.md, "Keys"). ring writes
+/// the key as PKCS#8 with the public point, as OpenSSL does.
 fn new_p256_key(rng: &dyn SecureRandom) -> Result<NewKey, PkiError> {
     let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, rng)
         .map_err(|_| PkiError::Random)?;
