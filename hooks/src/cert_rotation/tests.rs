@@ -58,13 +58,8 @@ fn spec() -> Value {
 
 fn run(body: &[u8]) -> Value {
     let req: SyncRequest = decode(body).unwrap();
-    serde_json::to_value(sync(
-        &req,
-        NOW,
-        &ring::rand::SystemRandom::new(),
-        &Default::default(),
-    ))
-    .unwrap()
+    let rng = ring::rand::SystemRandom::new();
+    serde_json::to_value(sync(&req, NOW, &rng, &Default::default())).unwrap()
 }
 
 fn ready(resp: &Value) -> (String, String) {

@@ -57,13 +57,8 @@ fn run(
         "related": {"MeshRootCertificate.config.openservicemesh.io/v1alpha2": keyed(mrcs),
                     "CertificateManager.metahooks.dev/v1alpha1": keyed(managers), "Secret.v1": keyed(secrets)}})).unwrap();
     let req: SyncRequest = decode(&body).unwrap();
-    serde_json::to_value(sync(
-        &req,
-        NOW,
-        &ring::rand::SystemRandom::new(),
-        &Default::default(),
-    ))
-    .unwrap()
+    let rng = ring::rand::SystemRandom::new();
+    serde_json::to_value(sync(&req, NOW, &rng, &Default::default())).unwrap()
 }
 
 fn accepted(resp: &Value) -> (&str, &str) {
