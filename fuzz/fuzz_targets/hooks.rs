@@ -16,10 +16,9 @@ fuzz_target!(|data: &[u8]| {
     };
     let hook = &HOOKS[usize::from(selector) % HOOKS.len()];
     let run = |body: &[u8], memo: &Memo| {
-        let mut rng = Counter(7);
         let mut ctx = HookContext {
             now: time::OffsetDateTime::from_unix_timestamp(1_780_315_200).unwrap(),
-            rng: &rng,
+            rng: &ring::rand::SystemRandom::new(),
             memo,
         };
         (hook.run)(body, &mut ctx)
