@@ -13,6 +13,10 @@ use std::collections::BTreeMap;
 use x509_parser::pem::Pem;
 
 const NS: &str = "osm-system";
+/// The leaf Secrets the manager [`sim`] makes asks for.
+const LEAF_SECRETS: [&str; 2] = ["web-tls", "api-tls"];
+/// The annotation holding a leaf's seal (DECISIONS.md, "Leaf seals").
+const SEAL: &str = "metahooks.dev/leaf-seal";
 
 fn sim() -> Sim {
     let mut sim = Sim::with_manifests(&["cert-rotation"]);
@@ -60,7 +64,7 @@ fn issuers(sim: &Sim) -> (String, String) {
 }
 
 fn leaves(sim: &Sim) -> BTreeMap<String, String> {
-    ["web-tls", "api-tls"]
+    LEAF_SECRETS
         .iter()
         .map(|n| {
             (
@@ -99,7 +103,7 @@ fn check_trust(sim: &Sim) -> Vec<String> {
         .map(|d| x509_parser::parse_x509_certificate(d).unwrap().1)
         .collect();
     let (s, v) = issuers(sim);
-    for name in ["web-tls", "api-tls"] {
+    for name in LEAF_SECRETS {
         let leaf = sim.get("Secret", NS, name).unwrap();
         let decode = |k: &str| {
             base64::engine::general_purpose::STANDARD
@@ -119,7 +123,7 @@ fn check_trust(sim: &Sim) -> Vec<String> {
             leaf["metadata"]["annotations"]["metahooks.dev/validating-issuer"],
             json!(v)
         );
-        let seal = leaf["metadata"]["annotations"]["metahooks.dev/leaf-seal"]
+        let seal = leaf["metadata"]["annotations"][SEAL]
             .as_str()
             .unwrap_or_default();
         assert_eq!(
@@ -362,7 +366,6 @@ fn leaves_renew_near_expiry_on_the_virtual_clock() {
 /// sealed once, with the seal they had; the next syncs write nothing more.
 #[test]
 fn leaves_from_before_seals_are_kept_and_sealed_once() {
-    const SEAL: &str = "metahooks.dev/leaf-seal";
     const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
     let mut sim = sim();
     set_role(&mut sim, "mrc-a", Some("active")).unwrap();
@@ -370,11 +373,8 @@ fn leaves_from_before_seals_are_kept_and_sealed_once() {
     let seal_of = |sim: &Sim, name: &str| {
         sim.get("Secret", NS, name).unwrap()["metadata"]["annotations"][SEAL].clone()
     };
-    let seals: Vec<_> = ["web-tls", "api-tls"]
-        .iter()
-        .map(|n| seal_of(&sim, n))
-        .collect();
-    for name in ["web-tls", "api-tls"] {
+    let seals: Vec<_> = LEAF_SECRETS.iter().map(|n| seal_of(&sim, n)).collect();
+    for name in LEAF_SECRETS {
         let mut leaf = sim.get("Secret", NS, name).unwrap().clone();
         let annotations = leaf["metadata"]["annotations"].as_object_mut().unwrap();
         annotations.remove(SEAL);
@@ -390,14 +390,11 @@ fn leaves_from_before_seals_are_kept_and_sealed_once() {
     }
     sim.run_until_quiet();
     assert_eq!(leaves(&sim), issued, "kept, not issued again");
-    let resealed: Vec<_> = ["web-tls", "api-tls"]
-        .iter()
-        .map(|n| seal_of(&sim, n))
-        .collect();
+    let resealed: Vec<_> = LEAF_SECRETS.iter().map(|n| seal_of(&sim, n)).collect();
     assert_eq!(resealed, seals);
     check_trust(&sim);
     let versions = |sim: &Sim| -> Vec<serde_json::Value> {
-        ["web-tls", "api-tls"]
+        LEAF_SECRETS
             .iter()
             .map(|n| sim.get("Secret", NS, n).unwrap()["metadata"]["resourceVersion"].clone())
             .collect()

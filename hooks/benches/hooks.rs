@@ -7,6 +7,7 @@
 mod requests;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use metahooks_hooks::cert_rotation::sync::ANNOTATION_SEAL;
 use metahooks_hooks::memo::Memo;
 use metahooks_hooks::registry::{find, HookContext};
 use std::hint::black_box;
@@ -202,7 +203,7 @@ fn cert_rotation_sync_unsealed(n: usize) -> Vec<u8> {
             .values_mut()
         {
             if let Some(annotations) = leaf["metadata"]["annotations"].as_object_mut() {
-                annotations.remove("metahooks.dev/leaf-seal");
+                annotations.remove(ANNOTATION_SEAL);
             }
         }
     }

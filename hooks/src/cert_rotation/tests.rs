@@ -661,10 +661,11 @@ fn rule_3_3_a_leaf_carries_its_signers_seal_whatever_seal_it_came_with() {
         );
         assert_eq!(out["metadata"]["annotations"][SEAL], seal, "{written}");
     }
-    // Another CA's leaf under this one's annotations and one of its seals is issued anew.
-    let b_secrets = [ca_secret("a-ca", "a")];
+    // A leaf of another CA with the same Secret and subject (another key), under this one's
+    // annotations and one of its seals, is issued anew.
+    let other_secrets = [ca_secret("a-ca", "a")];
     let mut foreign =
-        run(&request(spec(), json!({}), &mrcs, &b_secrets, &[]))["children"][1].clone();
+        run(&request(spec(), json!({}), &mrcs, &other_secrets, &[]))["children"][1].clone();
     foreign["metadata"]["annotations"][SEAL] = json!(seal);
     let resp = run(&request(
         spec(),
