@@ -12,11 +12,13 @@
 # request differ in a child's resourceVersion (the first in the body counts up in each of wrk's
 # threads), as when something changed in a child that the hook does not read: metahooks answers
 # it from the kept request once it has checked that the child decodes the same. VARY=2 makes
-# every request differ outside every object (a generation put in the controller counts up), so
-# that every request is decoded in full. VARY=3 makes every request differ in a field the hooks
-# decode, the first object's metadata.generation (digits put in front of it count up), as when
-# something a hook reads changed in one object: metahooks decodes that object anew into a copy of
-# the kept request. The floors get the same requests.
+# every request differ outside every object, in the controller (a generation put in it counts
+# up), which no hook reads: metahooks answers it from the kept request too. VARY=3 makes every
+# request differ in a field the hooks decode, the first object's metadata.generation (digits put
+# in front of it count up), as when something a hook reads changed in one object: metahooks
+# decodes that object anew into a copy of the kept request. VARY=4 makes every request differ in
+# its shape (a top-level field whose name counts up put first), as when an object was added or
+# taken out: metahooks decodes every one in full. The floors get the same requests.
 # Each (metahooks, echo, scan, naive) set runs ROUNDS times back to back; the table gives the median
 # of each figure and the median of the per-round ratios, so that a noisy moment of a shared
 # machine moves one round, not the result. Errors are summed over the rounds.
@@ -52,7 +54,7 @@ local f = io.open(os.getenv("BODY"), "rb")
 wrk.body = f:read("*all")
 f:close()
 local vary = os.getenv("VARY") or "0"
-if vary == "1" or vary == "2" or vary == "3" then
+if vary == "1" or vary == "2" or vary == "3" or vary == "4" then
   local head, tail
   if vary == "1" then
     local _, at = wrk.body:find('"resourceVersion":"184467"', 1, true)
@@ -62,10 +64,12 @@ if vary == "1" or vary == "2" or vary == "3" then
     local _, at = wrk.body:find('"controller":{', 1, true)
     assert(at, "VARY=2 needs a controller in the body")
     head, tail = wrk.body:sub(1, at) .. '"generation":', "," .. wrk.body:sub(at + 1)
-  else
+  elseif vary == "3" then
     local _, at = wrk.body:find('"generation":', 1, true)
     assert(at, "VARY=3 needs a generation in the body")
     head, tail = wrk.body:sub(1, at), wrk.body:sub(at + 1)
+  else
+    head, tail = '{"shape', '":0,' .. wrk.body:sub(2)
   end
   local threads, n = 0, 0
   setup = function(thread)
@@ -190,9 +194,10 @@ echo "start to ready (self-signed TLS included): ${ready_ms} ms; idle RSS: $((id
 echo "servers pinned: ${server_cpu[*]:-no}; wrk pinned: ${client_cpu[*]:-no}; ${ROUNDS} rounds of ${DURATION} s per server, medians"
 case "${VARY:-0}" in
   1) echo "requests: every one differs in a child's resourceVersion (VARY=1), which no hook reads;" ;;
-  2) echo "requests: every one differs outside every object (VARY=2), so metahooks decodes every one;" ;;
+  2) echo "requests: every one differs in the controller (VARY=2), which no hook reads;" ;;
   3) echo "requests: every one differs in the first object's generation (VARY=3), which the hooks decode;" ;;
-  *) echo "requests: the same body over and over, as on resyncs of a parent that has not changed (VARY=1, 2 or 3 for changing ones)" ;;
+  4) echo "requests: every one differs in its shape (VARY=4), so metahooks decodes every one;" ;;
+  *) echo "requests: the same body over and over, as on resyncs of a parent that has not changed (VARY=1, 2, 3 or 4 for changing ones)" ;;
 esac
 if [ "${VARY:-0}" != 0 ]; then
   echo "wrk builds each body, which lowers the echo floor it can drive: compare the CPU per request, not \"vs echo\""

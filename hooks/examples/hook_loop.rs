@@ -7,8 +7,10 @@
 //! first run's request is the file's and every later one the same other request, one child's
 //! `resourceVersion` away from it, so that it is answered from the kept one the first time and then
 //! found at once, as on the resyncs of a parent after a change in what no hook reads; with
-//! `outside` each differs from the one before outside every object (a generation in the
-//! controller), so it is decoded and kept (`VARY=2`); with `read` each differs from the one before
+//! `outside` each differs from the one before outside every object, in the controller (a
+//! generation in it), which no hook reads, so it is answered from the kept one (`VARY=2`); with
+//! `shape` each differs from the one before in its shape (a top-level field whose name counts
+//! up), so it is decoded whole and kept (`VARY=4`); with `read` each differs from the one before
 //! in the first object's `metadata.generation`, which the hooks decode, so it is the kept request
 //! with that object decoded anew (`VARY=3`); with `read2` each differs so in the generations of the
 //! first two objects that have one, each decoded anew when read; with `changed` every run decodes
@@ -21,7 +23,7 @@
 //! for perf; docs/BENCHMARKS.md gives the commands.
 //!
 //! Usage: hook_loop <hook id, e.g. delete-graph/sync, or floor, or scan> <request.json> <runs>
-//! [nearby | settled | outside | read | read2 | changed | cold]
+//! [nearby | settled | outside | shape | read | read2 | changed | cold]
 
 use metahooks_hooks::memo::Memo;
 use metahooks_hooks::registry::{find, HookContext};
@@ -38,6 +40,8 @@ enum Memos {
     Settled,
     /// One set, each run's request another controller generation away from the one before.
     Outside,
+    /// One set, each run's request with another top-level field than the one before.
+    Shape,
     /// One set, each run's request another generation of the first object away from the one
     /// before.
     Read,
@@ -56,6 +60,7 @@ fn request_of(body: &[u8], run: usize, memos: &Memos) -> Result<Vec<u8>, String>
         Memos::Nearby => (r#""resourceVersion":""#, format!("{run:03}")),
         Memos::Settled if run > 0 => (r#""resourceVersion":""#, "1".to_owned()),
         Memos::Outside => (r#""controller":{"#, format!(r#""generation":{run},"#)),
+        Memos::Shape => ("{", format!(r#""shape{run}":0,"#)),
         // Digits put in front of the generation's: a number that starts with 1.
         Memos::Read | Memos::Read2 => (r#""generation":"#, format!("1{run:03}")),
         _ => return Ok(body.to_vec()),
@@ -84,6 +89,7 @@ fn main() -> Result<(), String> {
         [id, path, runs, memos] if memos == "nearby" => (id, path, runs, Memos::Nearby),
         [id, path, runs, memos] if memos == "settled" => (id, path, runs, Memos::Settled),
         [id, path, runs, memos] if memos == "outside" => (id, path, runs, Memos::Outside),
+        [id, path, runs, memos] if memos == "shape" => (id, path, runs, Memos::Shape),
         [id, path, runs, memos] if memos == "read" => (id, path, runs, Memos::Read),
         [id, path, runs, memos] if memos == "read2" => (id, path, runs, Memos::Read2),
         [id, path, runs, memos] if memos == "changed" => (id, path, runs, Memos::Changed),
@@ -91,7 +97,7 @@ fn main() -> Result<(), String> {
         _ => {
             return Err(
                 "usage: hook_loop <hook id | floor | scan> <request.json> <runs> \
-                 [nearby | settled | outside | read | read2 | changed | cold]"
+                 [nearby | settled | outside | shape | read | read2 | changed | cold]"
                     .into(),
             )
         }

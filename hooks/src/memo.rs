@@ -10,7 +10,6 @@ use crate::contract::{Change, Nested, ObjectSpans, ObjectWise, Section};
 use crate::delete_graph::plan::PlanMemo;
 use crate::pki::PkiMemo;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate, RequestError};
-use serde::de::IgnoredAny;
 use serde::Deserialize;
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -318,8 +317,11 @@ pub(crate) use decoded_request;
 ///
 /// When something of the parent changes, the next request usually differs from the last one
 /// inside one object or a few only, often in nothing the hook reads (a `resourceVersion`,
-/// `managedFields`, a status field). Such a request is answered from the kept one when each of
-/// those objects' two texts decode to equal values ([`ObjectWise`]); it is looked for among the
+/// `managedFields`, a status field); after a change to its controller's spec (Metacontroller
+/// then restarts the controller and syncs every parent), each parent's next request differs
+/// from its last in the `controller`, which no hook reads. Such a request
+/// is answered from the kept one when each of those objects' two texts, and each top-level
+/// field's, decode to equal values ([`ObjectWise`]); it is looked for among the
 /// [`Self::NEARBY`] most recently used. When objects decode differently, the request is the kept
 /// one with those decoded anew ([`Splice`]). Any other request is decoded whole. Each is kept.
 ///
@@ -542,7 +544,7 @@ struct Moved {
     changes: Vec<Change>,
     /// The places of the objects that decode differently.
     objects: Vec<usize>,
-    /// Whether a top-level field's value differs.
+    /// Whether a top-level field's value decodes differently (`finalizing`).
     field: bool,
 }
 
@@ -585,17 +587,19 @@ impl<R: DecodedRequest> KeptRequest<R> {
                 return Nearby::Apart;
             };
             values.push((span.start..span.end, start..end));
+            let kept = self.decoded.request();
             let Some((section, span, ordinal)) = spans.object(change.at) else {
-                // A top-level field's value: one JSON value, or not.
-                if serde_json::from_str::<IgnoredAny>(now).is_err() {
-                    return Nearby::Apart;
+                // A top-level field's value: the `controller`, which no hook reads, or one
+                // that is read (`finalizing`).
+                match kept.same_field(&span.key, now) {
+                    Some(true) => {}
+                    Some(false) => field = true,
+                    None => return Nearby::Apart,
                 }
-                field = true;
                 continue;
             };
             let now = Nested::new(section, now);
-            let kept = self.decoded.request();
-            match kept.same_object(section, &span.type_key, ordinal, &now) {
+            match kept.same_object(section, &span.key, ordinal, &now) {
                 Some(true) => {}
                 Some(false) => objects.push(change.at),
                 None => return Nearby::Apart,
@@ -646,7 +650,7 @@ impl<R: DecodedRequest> KeptRequest<R> {
             objects.push(SplicedObject {
                 at,
                 section,
-                type_key: Arc::clone(&span.type_key),
+                type_key: Arc::clone(&span.key),
                 ordinal,
                 text: Nested::new(section, text),
             });
@@ -898,6 +902,89 @@ mod tests {
             assert_eq!(got, read);
             assert_ne!(from, kept);
         }
+    }
+
+    /// `body` (a `request`) with a `controller` last, near the children.
+    fn with_controller(body: &[u8], controller: &str) -> Vec<u8> {
+        let open = &body[..body.len() - 1];
+        [open, b",\"controller\":", controller.as_bytes(), b"}"].concat()
+    }
+
+    #[test]
+    fn a_request_that_differs_in_its_controller_is_answered_from_the_kept_one() {
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let generation = |n: &str| format!(r#"{{"metadata":{{"generation":{n}}},"spec":{{}}}}"#);
+        let body = padded(request(("x", 1), ("y", 1)));
+        let first = with_controller(&body, &generation("1"));
+        let (_, kept) = specs(&memo, &first);
+        // The controller is skipped however deep it nests, in a whole request as here
+        // (serde_json refuses 128 nested values it decodes).
+        let deep = format!("{}{}", "[".repeat(129), "]".repeat(129));
+        for controller in [generation("2"), generation("12345"), "null".into(), deep] {
+            let changed = with_controller(&body, &controller);
+            assert!(crate::contract::decode::<Specs>(&changed).is_ok());
+            assert_eq!(
+                specs(&memo, &changed),
+                (vec!["x".into(), "y".into()], kept),
+                "{controller}"
+            );
+        }
+        // With a child's spec too: the kept request with that child decoded anew.
+        let base = decoded_of(&memo, &first);
+        let both = with_controller(&padded(request(("x", 1), ("z", 1))), &generation("3"));
+        assert_eq!(specs(&memo, &both).0, ["x", "z"]);
+        assert_eq!(spliced(&memo, &both, &base), Some(vec![2]));
+        // A controller that is not one JSON value is the decoder's error.
+        let broken = with_controller(&body, r#"{"metadata":}"#);
+        let err = memo.with_request(&broken, |_| Ok(())).unwrap_err();
+        assert_eq!(err.path, "controller");
+    }
+
+    /// The top-level fields that hold no objects are the controller, skipped, and
+    /// `finalizing`: a field the requests come to read needs its case in `same_field`.
+    #[test]
+    fn the_fields_that_hold_no_objects_are_the_controller_and_finalizing() {
+        let body = request(("x", 1), ("y", 1));
+        let request = crate::contract::decode::<Specs>(&body).unwrap();
+        let same = |name: &str, new: &str| request.same_field(name, new);
+        assert_eq!(same("controller", r#"{"spec":{"a":[1]}}"#), Some(true));
+        assert_eq!(same("unknown", "12"), Some(true));
+        assert_eq!(same("finalizing", "false"), Some(true));
+        assert_eq!(same("finalizing", "true"), Some(false));
+        for broken in ["null", "0", r#""false""#, "{"] {
+            assert_eq!(same("finalizing", broken), None, "{broken}");
+        }
+        assert_eq!(same("controller", "{"), None);
+        // The field names serde's derived code knows the request by.
+        struct Fields(Vec<&'static str>);
+        impl<'de> serde::Deserializer<'de> for &mut Fields {
+            type Error = serde::de::value::Error;
+            fn deserialize_any<V: serde::de::Visitor<'de>>(
+                self,
+                _: V,
+            ) -> Result<V::Value, Self::Error> {
+                Err(serde::de::Error::custom("fields only"))
+            }
+            fn deserialize_struct<V: serde::de::Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> Result<V::Value, Self::Error> {
+                self.0.extend(fields);
+                Err(serde::de::Error::custom("fields only"))
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+                byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+                identifier ignored_any
+            }
+        }
+        let mut fields = Fields(Vec::new());
+        let _ = Specs::deserialize(&mut fields);
+        let sections = <Specs as ObjectWise>::SECTIONS.map(|(name, _)| name);
+        fields.0.retain(|name| !sections.contains(name));
+        assert_eq!(fields.0, ["controller", "finalizing"]);
     }
 
     #[test]

@@ -49,14 +49,14 @@ impl Section {
 /// The fields of a request that hold objects, with their sections.
 pub type Sections = [(&'static str, Section); 3];
 
-/// One object of a request, or the value of a top-level field that holds none: where it is
-/// and the bytes of its text.
+/// One object of a request, or the value of a top-level field that holds none: where it is,
+/// the bytes of its text, and what names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectSpan {
     /// `None` for a top-level field's value.
     pub section: Option<Section>,
-    /// Its type key (`Pod.v1`); empty for the parent and a field.
-    pub type_key: Arc<str>,
+    /// An object's type key (`Pod.v1`), a top-level field's name; empty for the parent.
+    pub key: Arc<str>,
     pub start: usize,
     pub end: usize,
 }
@@ -153,7 +153,7 @@ impl ObjectSpans {
         let section = span.section?;
         let ordinal = self.0[..at]
             .iter()
-            .filter(|s| s.section == span.section && s.type_key == span.type_key)
+            .filter(|s| s.section == span.section && s.key == span.key)
             .count();
         Some((section, span, ordinal))
     }
@@ -191,11 +191,11 @@ struct Top<'s> {
 }
 
 impl Top<'_> {
-    fn push(&mut self, section: Option<Section>, type_key: &Arc<str>, raw: &RawValue) {
+    fn push(&mut self, section: Option<Section>, key: &Arc<str>, raw: &RawValue) {
         let start = (raw.get().as_ptr() as usize).wrapping_sub(self.base);
         self.spans.push(ObjectSpan {
             section,
-            type_key: Arc::clone(type_key),
+            key: Arc::clone(key),
             start,
             end: start + raw.get().len(),
         });
@@ -209,12 +209,11 @@ impl<'de> Visitor<'de> for Top<'_> {
         f.write_str("a hook request")
     }
     fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
-        let no_type_key: Arc<str> = Arc::from("");
         while let Some(field) = map.next_key::<Cow<str>>()? {
             match self.sections.iter().find(|(name, _)| *name == field) {
                 Some(&(_, Section::Parent)) => {
                     let raw: &RawValue = map.next_value()?;
-                    self.push(Some(Section::Parent), &no_type_key, raw);
+                    self.push(Some(Section::Parent), &Arc::from(""), raw);
                 }
                 Some(&(_, section)) => map.next_value_seed(ObjectMapSpans {
                     section,
@@ -223,7 +222,7 @@ impl<'de> Visitor<'de> for Top<'_> {
                 })?,
                 None => {
                     let raw: &RawValue = map.next_value()?;
-                    self.push(None, &no_type_key, raw);
+                    self.push(None, &Arc::from(field), raw);
                 }
             }
         }
@@ -385,6 +384,9 @@ pub trait ObjectWise<'a> {
         ordinal: usize,
         new: &'a Nested,
     ) -> Option<()>;
+    /// Whether the text `new` of the top-level field `name`, one that holds no objects,
+    /// decodes as the field did in this request; `None` if it does not decode.
+    fn same_field(&self, name: &str, new: &str) -> Option<bool>;
 }
 
 /// An object map of a request, as [`ObjectWise`] for the objects of one type key.
@@ -436,6 +438,18 @@ macro_rules! object_wise {
                     Section::Related => self.related.replace_object(type_key, ordinal, new),
                 }
             }
+
+            fn same_field(&self, name: &str, new: &str) -> Option<bool> {
+                match name {
+                    "finalizing" => {
+                        Some(serde_json::from_str::<bool>(new).ok()? == self.finalizing)
+                    }
+                    // The `controller`, which no hook reads, and any field the request does not
+                    // name are skipped: one JSON value is all that is asked of them, at any
+                    // depth (serde_json skips a value without counting how deep it nests).
+                    _ => serde_json::from_str::<IgnoredAny>(new).ok().map(|_| true),
+                }
+            }
         }
     };
 }
@@ -466,7 +480,7 @@ mod tests {
         <Request as ObjectWise>::SECTIONS
     }
 
-    /// Each span of `body`: its section, type key and text.
+    /// Each span of `body`: its section, key and text.
     fn spans(body: &str) -> Option<Vec<(Option<Section>, String, String)>> {
         let spans = ObjectSpans::of(body.as_bytes(), &sections_of_request())?;
         Some(texts(body, &spans))
@@ -478,25 +492,25 @@ mod tests {
             .iter()
             .map(|s| {
                 let text = body[s.start..s.end].to_owned();
-                (s.section, s.type_key.to_string(), text)
+                (s.section, s.key.to_string(), text)
             })
             .collect()
     }
 
     #[test]
-    fn every_object_and_field_value_is_found_with_its_section_and_type_key() {
+    fn every_object_and_field_value_is_found_with_its_section_and_key() {
         let body = r#"{"controller":{"a":{"b":1}}, "parent": {"p":1},
             "children":{"A.v1":{"x":{"c":1},"y":{"c":2}},"B.v1":null},
             "related":{"A.v1":{"z": {"r":1} }, "A.v1":{"w":[]}}, "finalizing":false}"#;
         let found = spans(body).unwrap();
         let want = [
-            (None, "", r#"{"a":{"b":1}}"#),
+            (None, "controller", r#"{"a":{"b":1}}"#),
             (Some(Section::Parent), "", r#"{"p":1}"#),
             (Some(Section::Children), "A.v1", r#"{"c":1}"#),
             (Some(Section::Children), "A.v1", r#"{"c":2}"#),
             (Some(Section::Related), "A.v1", r#"{"r":1}"#),
             (Some(Section::Related), "A.v1", "[]"),
-            (None, "", "false"),
+            (None, "finalizing", "false"),
         ];
         let found: Vec<_> = found
             .iter()
