@@ -11,8 +11,7 @@
 # in the first object's generation, which the hooks decode, so that each is the kept request with
 # that object decoded anew (`hook_loop ... read`; the count includes making each request, a copy
 # of the body); "changed" counts the same request decoded whole on every sync, as when it changed
-# outside every object or in its shape, but not in the spec or the certificates
-# (`hook_loop ... changed`).
+# in its shape, but not in the spec or the certificates (`hook_loop ... changed`).
 # Instructions are not time: cache misses and system calls are not in them, and SHA-256 (the
 # leaf memo's key) runs without the CPU's SHA instructions under valgrind, so it weighs more here
 # than in time. Prints a markdown table.

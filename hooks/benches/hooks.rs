@@ -36,9 +36,9 @@ fn run_hook(id: &str, body: &[u8], memo: &Memo) -> Vec<u8> {
 /// that child is found to decode the same); shared, each iteration's request differing from
 /// the one before in the first object's `metadata.generation`, which the hooks decode (`Read`:
 /// the kept request with that object decoded anew); shared but for the decoded requests, as when
-/// a request changed outside every object or in its shape but not in the spec or the
-/// certificates (`Changed`: every iteration decodes whole); or new for each iteration, as on the first sync after a start or after a
-/// spec change (`Cold`).
+/// a request changed in its shape but not in the spec or the certificates (`Changed`: every
+/// iteration decodes whole); or new for each iteration, as on the first sync after a start or
+/// after a spec change (`Cold`).
 #[derive(Clone, Copy)]
 enum MemoUse {
     Warm,

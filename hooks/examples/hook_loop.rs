@@ -14,8 +14,8 @@
 //! in the first object's `metadata.generation`, which the hooks decode, so it is the kept request
 //! with that object decoded anew (`VARY=3`); with `read2` each differs so in the generations of the
 //! first two objects that have one, each decoded anew when read; with `changed` every run decodes
-//! it whole and keeps nothing, as for a request that changed outside every object or in its shape
-//! (the other memos still shared); with `cold` every run starts with empty memos, as the first sync
+//! it whole and keeps nothing, as for a request that changed in its shape (the other memos still
+//! shared); with `cold` every run starts with empty memos, as the first sync
 //! after a start (cert-rotation then checks its CAs and every leaf). With `floor` instead of a hook
 //! id it runs the benches' floor on the same bytes: parse into `serde_json::Value` and serialize it
 //! back; with `scan`, serde_json walking the bytes and keeping nothing. Meant for `valgrind

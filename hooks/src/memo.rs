@@ -27,7 +27,7 @@ pub struct Memo {
 
 impl Memo {
     /// Memos that keep no decoded request, so that every request is decoded whole, as when each
-    /// changed outside every object or in its shape (but not in the spec or the certificates):
+    /// changed in its shape or in `finalizing` (but not in the spec or the certificates):
     /// for the benches and `hook_loop`.
     pub fn keeping_no_requests() -> Self {
         Memo {

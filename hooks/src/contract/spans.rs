@@ -1,9 +1,10 @@
-//! Where each object of a sync request lies in its text, whether two texts of one object decode
-//! the same, and the request with one object decoded anew. With these, a request that differs
-//! from a kept one only inside objects, and there only in what the hook does not decode (a
-//! `resourceVersion`, `managedFields`, a status field no hook reads), is answered from the kept
-//! request, and one that differs in what the hook decodes is the kept request with those objects
-//! decoded from their new texts: see [`crate::memo::DecodedRequests`].
+//! Where each object of a sync request lies in its text, whether two texts of one object (or of
+//! a top-level field) decode the same, and the request with one object decoded anew. With these,
+//! a request that differs from a kept one only inside objects, and there only in what the hook
+//! does not decode (a `resourceVersion`, `managedFields`, a status field no hook reads), or in
+//! the `controller`, which no hook reads, is answered from the kept request, and one that
+//! differs in what the hook decodes is the kept request with those objects decoded from their
+//! new texts: see [`crate::memo::DecodedRequests`].
 //!
 //! That is exact, not a guess: the two bodies are the same bytes before and after the object,
 //! and the new object's text is one JSON value, so the new body is JSON wherever the old one
