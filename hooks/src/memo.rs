@@ -319,10 +319,9 @@ pub(crate) use decoded_request;
 /// inside one object or a few only, often in nothing the hook reads (a `resourceVersion`,
 /// `managedFields`, a status field); after a change to its controller's spec (Metacontroller
 /// then restarts the controller and syncs every parent), each parent's next request differs
-/// from its last in the `controller`, which no hook reads. Such a request
-/// is answered from the kept one when each of those objects' two texts, and each top-level
-/// field's, decode to equal values ([`ObjectWise`]); it is looked for among the
-/// [`Self::NEARBY`] most recently used. When objects decode differently, the request is the kept
+/// from its last in the `controller`, which no hook reads. Such a request is answered from the
+/// kept one when each of those objects' two texts, and each top-level field's, decode to equal
+/// values ([`ObjectWise`]); it is looked for among the [`Self::NEARBY`] most recently used. When objects decode differently, the request is the kept
 /// one with those decoded anew ([`Splice`]). Any other request is decoded whole. Each is kept.
 ///
 /// Bounded: the [`Self::CAPACITY`] most recently used, and [`Self::BYTES`] between them, each
@@ -955,7 +954,8 @@ mod tests {
             assert_eq!(same("finalizing", broken), None, "{broken}");
         }
         assert_eq!(same("controller", "{"), None);
-        // The field names serde's derived code knows the request by.
+        // The field names serde's derived code knows each request type by, besides the
+        // objects'.
         struct Fields(Vec<&'static str>);
         impl<'de> serde::Deserializer<'de> for &mut Fields {
             type Error = serde::de::value::Error;
@@ -980,11 +980,27 @@ mod tests {
                 identifier ignored_any
             }
         }
-        let mut fields = Fields(Vec::new());
-        let _ = Specs::deserialize(&mut fields);
-        let sections = <Specs as ObjectWise>::SECTIONS.map(|(name, _)| name);
-        fields.0.retain(|name| !sections.contains(name));
-        assert_eq!(fields.0, ["controller", "finalizing"]);
+        fn besides_objects(
+            sections: [(&'static str, Section); 3],
+            ask: impl FnOnce(&mut Fields),
+        ) -> Vec<&'static str> {
+            let mut fields = Fields(Vec::new());
+            ask(&mut fields);
+            let sections = sections.map(|(name, _)| name);
+            fields.0.retain(|name| !sections.contains(name));
+            fields.0
+        }
+        // The derived code's own `deserialize` (`remote = "Self"`), which names the fields.
+        let composite = besides_objects(<Specs as ObjectWise>::SECTIONS, |d| {
+            let _ = Specs::deserialize(d);
+        });
+        type Decorator<'a> = crate::contract::DecoratorRequest<Object<'a>>;
+        let decorator = besides_objects(<Decorator as ObjectWise>::SECTIONS, |d| {
+            let _ = Decorator::deserialize(d);
+        });
+        for fields in [composite, decorator] {
+            assert_eq!(fields, ["controller", "finalizing"]);
+        }
     }
 
     #[test]
