@@ -508,3 +508,65 @@ proptest! {
         prop_assert_eq!(answer(id, &changed, &kept), fresh);
     }
 }
+
+/// Any JSON value, its strings with quotes, backslashes and slashes among their characters.
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        "[a-z\"\\\\/ ]{0,8}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 24, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::btree_map("[a-z]{1,6}", inner, 0..4)
+                .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+        ]
+    })
+}
+
+/// `body` with the value of its top-level field `name` written as `text`; `None` when it has
+/// no such field.
+fn with_field(body: &[u8], name: &str, text: &str) -> Option<Vec<u8>> {
+    let fields: BTreeMap<String, &serde_json::value::RawValue> =
+        serde_json::from_slice(body).unwrap();
+    let value = fields.get(name)?.get();
+    let start = value.as_ptr() as usize - body.as_ptr() as usize;
+    let end = start + value.len();
+    Some([&body[..start], text.as_bytes(), &body[end..]].concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A request that differs from one kept only in its `controller` (any JSON value, written
+    /// compact or pretty), in `finalizing` or in both gets exactly the answer, or the error, it
+    /// gets when nothing is kept.
+    #[test]
+    fn a_request_whose_controller_or_finalizing_changed_is_answered_as_if_nothing_were_kept(
+        fixture in any::<proptest::sample::Index>(),
+        controller in proptest::option::of(json_value()),
+        pretty in any::<bool>(),
+        finalizing in proptest::option::of(any::<bool>()),
+    ) {
+        let (id, body) = fixture.get(sync_fixtures());
+        let mut changed = body.clone();
+        if let Some(controller) = controller {
+            let text = if pretty {
+                serde_json::to_string_pretty(&controller)
+            } else {
+                serde_json::to_string(&controller)
+            };
+            changed = with_field(&changed, "controller", &text.unwrap()).unwrap();
+        }
+        if let Some(finalizing) = finalizing {
+            let text = finalizing.to_string();
+            changed = with_field(&changed, "finalizing", &text).unwrap_or(changed);
+        }
+        let kept = metahooks_hooks::memo::Memo::default();
+        let _ = answer(id, body, &kept);
+        let fresh = answer(id, &changed, &metahooks_hooks::memo::Memo::default());
+        prop_assert_eq!(answer(id, &changed, &kept), fresh);
+    }
+}
