@@ -157,12 +157,12 @@ fn run_hook(id: &str, file: Option<PathBuf>, now: Option<&str>) -> Result<()> {
         }
     };
     let rng = ring::rand::SystemRandom::new();
-    let mut ctx = HookContext {
+    let ctx = HookContext {
         now,
         rng: &rng,
         memo: &Default::default(),
     };
-    match (hook.run)(&body, &mut ctx) {
+    match (hook.run)(&body, &ctx) {
         Ok(output) => {
             println!("{}", String::from_utf8_lossy(&output.body));
             Ok(())

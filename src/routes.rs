@@ -213,14 +213,14 @@ async fn run_hook(
     let body = read_body(req.into_body(), limit).await?;
 
     let rng = ring::rand::SystemRandom::new();
-    let mut ctx = HookContext {
+    let ctx = HookContext {
         now: (state.clock)(),
         rng: &rng,
         memo: &state.memo,
     };
     // A panic in a hook is a bug (ours or a dependency's). Caught here, it is answered with a
     // 500 and logged, instead of closing the connection without an answer.
-    let output = std::panic::catch_unwind(AssertUnwindSafe(|| (hook.run)(&body, &mut ctx)))
+    let output = std::panic::catch_unwind(AssertUnwindSafe(|| (hook.run)(&body, &ctx)))
         .map_err(|_| ApiError::HookPanicked)?
         .map_err(ApiError::BadRequest)?;
     let tag = tagged.then(|| crate::etag::of(&output.body));

@@ -16,12 +16,12 @@ fuzz_target!(|data: &[u8]| {
     };
     let hook = &HOOKS[usize::from(selector) % HOOKS.len()];
     let run = |body: &[u8], memo: &Memo| {
-        let mut ctx = HookContext {
+        let ctx = HookContext {
             now: time::OffsetDateTime::from_unix_timestamp(1_780_315_200).unwrap(),
             rng: &ring::rand::SystemRandom::new(),
             memo,
         };
-        (hook.run)(body, &mut ctx)
+        (hook.run)(body, &ctx)
             .map(|out| out.body)
             .map_err(|e| (e.path, e.message))
     };

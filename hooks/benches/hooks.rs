@@ -21,12 +21,12 @@ fn floor(body: &[u8]) -> Vec<u8> {
 fn run_hook(id: &str, body: &[u8], memo: &Memo) -> Vec<u8> {
     let hook = find(id).unwrap();
     let rng = ring::rand::SystemRandom::new();
-    let mut ctx = HookContext {
+    let ctx = HookContext {
         now: requests::now(),
         rng: &rng,
         memo,
     };
-    (hook.run)(body, &mut ctx).unwrap().body
+    (hook.run)(body, &ctx).unwrap().body
 }
 
 /// How the memos are used: shared by every iteration, as the server shares them between resyncs

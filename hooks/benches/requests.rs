@@ -84,12 +84,12 @@ pub fn app_discovery_sync(n: usize) -> Vec<u8> {
 
 fn call(id: &str, body: &Value) -> Value {
     let rng = ring::rand::SystemRandom::new();
-    let mut ctx = HookContext {
+    let ctx = HookContext {
         now: now(),
         rng: &rng,
         memo: &Default::default(),
     };
-    let out = (find(id).unwrap().run)(&serde_json::to_vec(body).unwrap(), &mut ctx).unwrap();
+    let out = (find(id).unwrap().run)(&serde_json::to_vec(body).unwrap(), &ctx).unwrap();
     serde_json::from_slice(&out.body).unwrap()
 }
 

@@ -130,13 +130,13 @@ fn main() -> Result<(), String> {
         for body in requests.iter().cycle().take(runs) {
             let fresh = (memos == Memos::Cold).then(Memo::default);
             let memo = fresh.as_ref().unwrap_or(&shared);
-            let mut ctx = HookContext {
+            let ctx = HookContext {
                 now: time::OffsetDateTime::now_utc(),
                 rng: &rng,
                 memo,
             };
             let output =
-                (hook.run)(body, &mut ctx).map_err(|e| format!("{}: {}", e.path, e.message))?;
+                (hook.run)(body, &ctx).map_err(|e| format!("{}: {}", e.path, e.message))?;
             answered += output.body.len();
         }
     }

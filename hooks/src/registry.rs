@@ -98,7 +98,7 @@ impl HookKind {
     }
 }
 
-pub type HookFn = fn(&[u8], &mut HookContext) -> Result<HookOutput, RequestError>;
+pub type HookFn = fn(&[u8], &HookContext) -> Result<HookOutput, RequestError>;
 
 pub struct Hook {
     /// `<controller>/<hook>`, kebab-case; the route is `/<id>`.
@@ -224,12 +224,12 @@ pub(crate) fn output_of(
     now: OffsetDateTime,
 ) -> HookOutput {
     let body = serde_json::to_vec(request).expect("a JSON request");
-    let mut ctx = HookContext {
+    let ctx = HookContext {
         now,
         rng: &ring::rand::SystemRandom::new(),
         memo: &Memo::default(),
     };
-    hook(&body, &mut ctx).expect("the hook answers")
+    hook(&body, &ctx).expect("the hook answers")
 }
 
 #[cfg(test)]

@@ -14,12 +14,12 @@ fn now() -> time::OffsetDateTime {
 
 fn call(id: &str, body: &Value) -> (Vec<u8>, Value) {
     let rng = ring::rand::SystemRandom::new();
-    let mut ctx = HookContext {
+    let ctx = HookContext {
         now: now(),
         rng: &rng,
         memo: &Default::default(),
     };
-    let out = (find(id).unwrap().run)(&serde_json::to_vec(body).unwrap(), &mut ctx).unwrap();
+    let out = (find(id).unwrap().run)(&serde_json::to_vec(body).unwrap(), &ctx).unwrap();
     let v = serde_json::from_slice(&out.body).unwrap();
     (out.body, v)
 }
@@ -411,12 +411,12 @@ fn answer(
     memo: &metahooks_hooks::memo::Memo,
 ) -> Result<Value, (String, String)> {
     let rng = ring::rand::SystemRandom::new();
-    let mut ctx = HookContext {
+    let ctx = HookContext {
         now: now(),
         rng: &rng,
         memo,
     };
-    let out = (find(id).unwrap().run)(body, &mut ctx).map_err(|e| (e.path, e.message))?;
+    let out = (find(id).unwrap().run)(body, &ctx).map_err(|e| (e.path, e.message))?;
     let mut answer: Value = serde_json::from_slice(&out.body).unwrap();
     let sent = String::from_utf8_lossy(body);
     let objects = ["children", "attachments"].map(|key| {

@@ -17,7 +17,7 @@ use sync::{SyncRequest, KEPTN_API, MANAGED_BY};
 const KIND: &str = "AppDiscovery";
 
 /// `POST /app-discovery/customize`: the namespace's KeptnWorkloads and KeptnApps.
-pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+pub fn customize_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, RequestError> {
     let req: CustomizeRequest<Object> = decode(body)?;
     let ns = parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
     let response = CustomizeResponse {
@@ -36,7 +36,7 @@ crate::memo::decoded_request!(
 );
 
 /// `POST /app-discovery/sync`.
-pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+pub fn sync_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestError> {
     ctx.memo.requests.app_discovery.with_request(body, |req| {
         parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
         let response = sync::sync(req, ctx.now);
@@ -46,7 +46,7 @@ pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, Reque
 
 /// `POST /app-discovery/mutate`: labels new KeptnAppCreationRequests `managed-by: keptn` so that
 /// the AppDiscovery adopts them. Never denies.
-pub fn mutate_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+pub fn mutate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, RequestError> {
     let review: AdmissionReview<Value> = decode(body)?;
     let req = &review.request;
     let subject = Subject::admission(req);

@@ -643,13 +643,13 @@ fn rule_3_customize_asks_for_the_namespace_only() {
         ]})
     );
     let no_ns = serde_json::to_vec(&json!({"parent": {"metadata": {"name": "d"}}})).unwrap();
-    let mut ctx = HookContext {
+    let ctx = HookContext {
         now: NOW,
         rng: &ring::rand::SystemRandom::new(),
         memo: &Default::default(),
     };
     assert_eq!(
-        super::customize_hook(&no_ns, &mut ctx).unwrap_err().path,
+        super::customize_hook(&no_ns, &ctx).unwrap_err().path,
         "parent.metadata.namespace"
     );
 }

@@ -18,7 +18,7 @@ const KIND: &str = "CertificateManager";
 
 /// `POST /cert-rotation/customize`: the namespace's MRCs and all its Secrets (a user's own CA
 /// Secret carries no label to select on).
-pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+pub fn customize_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, RequestError> {
     let req: CustomizeRequest<Object> = decode(body)?;
     let ns = parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
     let response = CustomizeResponse {
@@ -37,7 +37,7 @@ crate::memo::decoded_request!(
 );
 
 /// `POST /cert-rotation/sync`.
-pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+pub fn sync_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestError> {
     ctx.memo.requests.cert_rotation.with_request(body, |req| {
         parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
         let response = sync::sync(req, ctx.now, ctx.rng, ctx.memo);

@@ -24,12 +24,12 @@ crate::memo::decoded_request!(
 );
 
 /// `POST /delete-graph/sync`: a sync, or the teardown when `finalizing` is true.
-pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+pub fn sync_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestError> {
     answer(body, ctx, false)
 }
 
 /// `POST /delete-graph/finalize`: always the teardown.
-pub fn finalize_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+pub fn finalize_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestError> {
     answer(body, ctx, true)
 }
 
@@ -49,7 +49,7 @@ fn answer(body: &[u8], ctx: &HookContext, teardown: bool) -> Result<HookOutput, 
 
 /// `POST /delete-graph/validate`: denies invalid specs and dependency cycles on CREATE and
 /// UPDATE, warns about dependencies that wait forever; everything else is allowed.
-pub fn validate_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+pub fn validate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, RequestError> {
     let review: AdmissionReview<Json> = decode(body)?;
     let req = &review.request;
     let subject = Subject::admission(req);

@@ -18,7 +18,7 @@ const KIND: &str = "MeshRootCertificate";
 
 /// `POST /mesh-root-certificate/customize`: the namespace's MRCs and CertificateManagers, and
 /// the MRC's named CA Secret (so that a user's own CA is visible).
-pub fn customize_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+pub fn customize_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, RequestError> {
     let req: CustomizeRequest<Mrc> = decode(body)?;
     let ns = parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
     let mut rules = vec![
@@ -45,7 +45,7 @@ crate::memo::decoded_request!(
 );
 
 /// `POST /mesh-root-certificate/sync`.
-pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+pub fn sync_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestError> {
     ctx.memo
         .requests
         .mesh_root_certificate
@@ -57,14 +57,14 @@ pub fn sync_hook(body: &[u8], ctx: &mut HookContext) -> Result<HookOutput, Reque
 }
 
 /// `POST /mesh-root-certificate/validate`.
-pub fn validate_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+pub fn validate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, RequestError> {
     let review: crate::contract::AdmissionReview<serde_json::Value> = decode(body)?;
     let response = admission::validate(&review.request);
     HookOutput::json(Subject::admission(&review.request), &response.into_review())
 }
 
 /// `POST /mesh-root-certificate/mutate`.
-pub fn mutate_hook(body: &[u8], _ctx: &mut HookContext) -> Result<HookOutput, RequestError> {
+pub fn mutate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, RequestError> {
     let review: crate::contract::AdmissionReview<serde_json::Value> = decode(body)?;
     let response = admission::mutate(&review.request);
     HookOutput::json(Subject::admission(&review.request), &response.into_review())
