@@ -3,7 +3,8 @@
 //! safety (no managed child omitted unless the spec says it must go), and for delete-graph that
 //! no dependency is released while a RUNNING-dependent is pending or running.
 
-use metahooks_hooks::registry::{find, HookContext};
+use metahooks_hooks::registry::{find, HookContext, HookOutput};
+use metahooks_hooks::RequestError;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,14 +13,23 @@ fn now() -> time::OffsetDateTime {
     time::macros::datetime!(2026-06-01 12:00:00 UTC)
 }
 
-fn call(id: &str, body: &Value) -> (Vec<u8>, Value) {
+/// The hook `id` run on `body` at [`now`], with `memo` and the system's random source.
+fn run(
+    id: &str,
+    body: &[u8],
+    memo: &metahooks_hooks::memo::Memo,
+) -> Result<HookOutput, RequestError> {
     let rng = ring::rand::SystemRandom::new();
     let ctx = HookContext {
         now: now(),
         rng: &rng,
-        memo: &Default::default(),
+        memo,
     };
-    let out = (find(id).unwrap().run)(&serde_json::to_vec(body).unwrap(), &ctx).unwrap();
+    (find(id).unwrap().run)(body, &ctx)
+}
+
+fn call(id: &str, body: &Value) -> (Vec<u8>, Value) {
+    let out = run(id, &serde_json::to_vec(body).unwrap(), &Default::default()).unwrap();
     let v = serde_json::from_slice(&out.body).unwrap();
     (out.body, v)
 }
@@ -410,13 +420,7 @@ fn answer(
     body: &[u8],
     memo: &metahooks_hooks::memo::Memo,
 ) -> Result<Value, (String, String)> {
-    let rng = ring::rand::SystemRandom::new();
-    let ctx = HookContext {
-        now: now(),
-        rng: &rng,
-        memo,
-    };
-    let out = (find(id).unwrap().run)(body, &ctx).map_err(|e| (e.path, e.message))?;
+    let out = run(id, body, memo).map_err(|e| (e.path, e.message))?;
     let mut answer: Value = serde_json::from_slice(&out.body).unwrap();
     let sent = String::from_utf8_lossy(body);
     let objects = ["children", "attachments"].map(|key| {
