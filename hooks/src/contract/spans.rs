@@ -22,8 +22,10 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::cmp::Ordering;
 use std::fmt;
 use std::marker::PhantomData;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// The part of a request an object is in.
@@ -62,9 +64,42 @@ pub struct ObjectSpan {
     pub end: usize,
 }
 
-/// The objects and top-level field values of a request, in the order of its text.
+/// The objects and top-level field values of a request, in the order of its text, and the maps
+/// of one type key that hold its objects.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct ObjectSpans(Vec<ObjectSpan>);
+pub struct ObjectSpans {
+    values: Vec<ObjectSpan>,
+    maps: Vec<MapSpan>,
+}
+
+/// A map of the objects of one type key in a request (`{"<key>": object}`): where its braces
+/// are, and which of the request's spans are its objects. A map whose type key is written with
+/// an escape, or that is `null`, has none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MapSpan {
+    section: Section,
+    key: Arc<str>,
+    /// Where its `{` is.
+    open: usize,
+    /// Where its `}` is.
+    close: usize,
+    objects: Range<usize>,
+}
+
+/// A request that differs from another only inside one map of a type key, in which some
+/// objects, one after the other, are taken out and others put in their place: see
+/// [`ObjectSpans::reshaped`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reshape {
+    /// The map, among the spans' maps.
+    map: usize,
+    /// The objects taken out, as places in the spans.
+    pub removed: Range<usize>,
+    /// Where the objects put in are in the request's text.
+    pub inserted: Vec<Range<usize>>,
+    /// How many bytes longer the request is (shorter when negative).
+    grown: isize,
+}
 
 /// A value of a request whose text is another in a second body: its place in the spans, and how
 /// many bytes longer its text is there (shorter when negative).
@@ -79,31 +114,31 @@ impl ObjectSpans {
     /// that is not UTF-8 or not a map of object maps there.
     pub fn of(body: &[u8], sections: &Sections) -> Option<Self> {
         let text = std::str::from_utf8(body).ok()?;
-        let mut spans = Vec::new();
+        let mut spans = ObjectSpans::default();
         let mut de = serde_json::Deserializer::from_str(text);
         let top = Top {
             sections,
-            base: text.as_ptr() as usize,
+            text,
             spans: &mut spans,
         };
         de.deserialize_map(top).ok()?;
         de.end().ok()?;
-        Some(ObjectSpans(spans))
+        Some(spans)
     }
 
     /// The object or field value whose text holds the bytes `start..end`, and its place.
     pub fn containing(&self, start: usize, end: usize) -> Option<(usize, &ObjectSpan)> {
         let at = self
-            .0
+            .values
             .partition_point(|span| span.start <= start)
             .checked_sub(1)?;
-        let span = &self.0[at];
+        let span = &self.values[at];
         (end <= span.end).then_some((at, span))
     }
 
     /// The span at `at`.
     pub fn get(&self, at: usize) -> Option<&ObjectSpan> {
-        self.0.get(at)
+        self.values.get(at)
     }
 
     /// The values of `kept` (the body of these spans) whose texts differ in `body`, when
@@ -125,7 +160,7 @@ impl ObjectSpans {
         let first = self.containing(start, start)?.0;
         let mut changes = Vec::new();
         let mut shift = 0isize;
-        for (at, span) in self.0.iter().enumerate().skip(first) {
+        for (at, span) in self.values.iter().enumerate().skip(first) {
             let text = &kept[span.start..span.end];
             let there = span.start.checked_add_signed(shift)?;
             if at == first || body.get(there..there + text.len()) != Some(text) {
@@ -139,7 +174,7 @@ impl ObjectSpans {
                 let rest = body.len().checked_sub(end)?;
                 return (end >= body_end && rest == kept.len() - span.end).then_some(changes);
             }
-            let between = &kept[span.end..self.0.get(at + 1)?.start];
+            let between = &kept[span.end..self.values.get(at + 1)?.start];
             if body.get(end..end + between.len()) != Some(between) {
                 return None;
             }
@@ -148,31 +183,156 @@ impl ObjectSpans {
     }
 
     /// The object at `at`, with its place among the objects of its section and type key (as
-    /// [`ObjectWise::replace_object`] counts them); `None` for a top-level field's value.
+    /// [`ObjectWise::splice_group`] counts them); `None` for a top-level field's value.
     pub fn object(&self, at: usize) -> Option<(Section, &ObjectSpan, usize)> {
-        let span = self.0.get(at)?;
+        let span = self.values.get(at)?;
         let section = span.section?;
-        let ordinal = self.0[..at]
+        Some((section, span, self.count(section, &span.key, at)))
+    }
+
+    /// How many objects of `section` and `type_key` there are before the place `at`.
+    pub fn count(&self, section: Section, type_key: &str, at: usize) -> usize {
+        self.values[..at.min(self.values.len())]
             .iter()
-            .filter(|s| s.section == span.section && s.key == span.key)
-            .count();
-        Some((section, span, ordinal))
+            .filter(|s| s.section == Some(section) && *s.key == *type_key)
+            .count()
     }
 
     /// The spans of a body that differs from this one's only inside the values `changes` (in
     /// the order of the text), whose texts there are one JSON value each.
     pub fn moved(&self, changes: &[Change]) -> Self {
-        let mut spans = self.0.clone();
+        let mut values = self.values.clone();
         let mut changes = changes.iter().peekable();
         let mut shift = 0isize;
-        for (at, span) in spans.iter_mut().enumerate() {
+        // How much each value's end moves.
+        let mut shifts = Vec::with_capacity(values.len());
+        for (at, span) in values.iter_mut().enumerate() {
             span.start = span.start.saturating_add_signed(shift);
             if let Some(change) = changes.next_if(|c| c.at == at) {
                 shift += change.grown;
             }
             span.end = span.end.saturating_add_signed(shift);
+            shifts.push(shift);
         }
-        ObjectSpans(spans)
+        // A map's braces move as the ends of the values before them do.
+        let moved_by = |objects: usize| objects.checked_sub(1).map_or(0, |at| shifts[at]);
+        let maps = self
+            .maps
+            .iter()
+            .map(|map| MapSpan {
+                open: map.open.saturating_add_signed(moved_by(map.objects.start)),
+                close: map.close.saturating_add_signed(moved_by(map.objects.end)),
+                ..map.clone()
+            })
+            .collect();
+        ObjectSpans { values, maps }
+    }
+
+    /// How `body` differs from `kept` (the body of these spans), when it is `kept` with some
+    /// objects of one map of a type key, one after the other, taken out and others put in
+    /// their place (none, one or more of either); `None` when it is not (see [`Self::changes`]
+    /// for `differing`). The text that differs is parsed in place: it must be, where it is, a
+    /// run of map entries whose values are one JSON value each, so `body` is JSON wherever
+    /// `kept` is.
+    pub fn reshape(
+        &self,
+        body: &[u8],
+        (start, kept_end, body_end): (usize, usize, usize),
+    ) -> Option<Reshape> {
+        let map = self
+            .maps
+            .iter()
+            .position(|m| m.open < start && kept_end <= m.close)?;
+        let MapSpan { open, close, .. } = self.maps[map];
+        let objects = &self.values[self.maps[map].objects.clone()];
+        let base = self.maps[map].objects.start;
+        // The objects before the change and after it stay; those between are taken out, and
+        // what is between the last of the first and the first of the second is parsed anew.
+        let before = objects.partition_point(|o| o.end <= start);
+        let after = before + objects[before..].partition_point(|o| o.start < kept_end);
+        let from = before.checked_sub(1).map_or(open + 1, |o| objects[o].end);
+        let to = objects.get(after).map_or(close, |o| o.start);
+        let grown = body_end as isize - kept_end as isize;
+        let text = std::str::from_utf8(body.get(from..to.checked_add_signed(grown)?)?).ok()?;
+        // In the map, `text` comes after `{` or a value, and before `}` or a value: the same
+        // stands in for those around it.
+        let lead = if before == 0 { "{" } else { r#"{"":null"# };
+        let tail = if after == objects.len() { "}" } else { "null}" };
+        let entries = format!("[[{lead}{text}{tail}]]");
+        let mut de = serde_json::Deserializer::from_str(&entries);
+        let mut values = Entries(2).deserialize(&mut de).ok()?;
+        de.end().ok()?;
+        // Where each value is in `text`, without those that stand in.
+        let offset = entries.as_ptr() as usize + 2 + lead.len();
+        if tail.len() > 1 {
+            values.pop()?;
+        }
+        let values = values.get(usize::from(before > 0)..)?;
+        let inserted = values
+            .iter()
+            .map(|v| {
+                let at = (v.get().as_ptr() as usize).checked_sub(offset)?;
+                (at + v.get().len() <= text.len()).then_some(from + at..from + at + v.get().len())
+            })
+            .collect::<Option<_>>()?;
+        Some(Reshape {
+            map,
+            removed: base + before..base + after,
+            inserted,
+            grown,
+        })
+    }
+
+    /// The spans of the body `reshape` was found in.
+    pub fn reshaped(&self, reshape: &Reshape) -> Self {
+        let Reshape {
+            map: place,
+            removed,
+            inserted,
+            grown,
+        } = reshape;
+        let map = &self.maps[*place];
+        let count = inserted.len() as isize - removed.len() as isize;
+        let mut values = Vec::with_capacity(self.values.len() + inserted.len());
+        values.extend_from_slice(&self.values[..removed.start]);
+        values.extend(inserted.iter().map(|at| ObjectSpan {
+            section: Some(map.section),
+            key: Arc::clone(&map.key),
+            start: at.start,
+            end: at.end,
+        }));
+        values.extend(self.values[removed.end..].iter().map(|span| ObjectSpan {
+            start: span.start.saturating_add_signed(*grown),
+            end: span.end.saturating_add_signed(*grown),
+            ..span.clone()
+        }));
+        let shifted = |at: usize| at.saturating_add_signed(count);
+        let maps = self.maps.iter().enumerate().map(|(m, map)| match m.cmp(place) {
+            Ordering::Less => map.clone(),
+            Ordering::Equal => MapSpan {
+                close: map.close.saturating_add_signed(*grown),
+                objects: map.objects.start..shifted(map.objects.end),
+                ..map.clone()
+            },
+            Ordering::Greater => MapSpan {
+                open: map.open.saturating_add_signed(*grown),
+                close: map.close.saturating_add_signed(*grown),
+                objects: shifted(map.objects.start)..shifted(map.objects.end),
+                ..map.clone()
+            },
+        });
+        ObjectSpans {
+            values,
+            maps: maps.collect(),
+        }
+    }
+
+    /// The section and type key of the map `reshape` is in, and the place among the objects
+    /// of those of the first object it takes out (or of where it puts them).
+    pub fn reshaped_group(&self, reshape: &Reshape) -> (Section, &Arc<str>, usize) {
+        let map = &self.maps[reshape.map];
+        let ordinal = self.count(map.section, &map.key, reshape.removed.start);
+        (map.section, &map.key, ordinal)
     }
 }
 
@@ -186,19 +346,54 @@ fn json_value_len(text: &[u8]) -> Option<usize> {
 /// Collects the spans of one request's objects and top-level field values.
 struct Top<'s> {
     sections: &'s Sections,
-    /// Where the request's text starts in memory: a span is where its raw text starts from it.
-    base: usize,
-    spans: &'s mut Vec<ObjectSpan>,
+    /// The request's text: a span is where its raw text starts in it.
+    text: &'s str,
+    spans: &'s mut ObjectSpans,
 }
 
 impl Top<'_> {
+    /// Where `part`, which borrows from the text, starts in it.
+    fn offset(&self, part: &str) -> usize {
+        (part.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize)
+    }
+
     fn push(&mut self, section: Option<Section>, key: &Arc<str>, raw: &RawValue) {
-        let start = (raw.get().as_ptr() as usize).wrapping_sub(self.base);
-        self.spans.push(ObjectSpan {
+        let start = self.offset(raw.get());
+        self.spans.values.push(ObjectSpan {
             section,
             key: Arc::clone(key),
             start,
             end: start + raw.get().len(),
+        });
+    }
+
+    /// Where the next byte that is not whitespace is from `at`, if it is `byte`.
+    fn find(&self, at: usize, byte: u8) -> Option<usize> {
+        let found = at + self.text.get(at..)?.bytes().position(|b| !b.is_ascii_whitespace())?;
+        (self.text.as_bytes()[found] == byte).then_some(found)
+    }
+
+    /// The map of `type_key`, written at `key` (the key's text between its quotes), whose
+    /// objects are the spans from `first` on; none when its key is not borrowed from the text
+    /// (it has an escape) or it is not a map.
+    fn push_map(&mut self, section: Section, key: &str, type_key: &Arc<str>, first: usize) {
+        let after_key = self.offset(key) + key.len() + 1;
+        let Some(open) = self
+            .find(after_key, b':')
+            .and_then(|colon| self.find(colon + 1, b'{'))
+        else {
+            return;
+        };
+        let last = self.spans.values[first..].last().map_or(open + 1, |o| o.end);
+        let Some(close) = self.find(last, b'}') else {
+            return;
+        };
+        self.spans.maps.push(MapSpan {
+            section,
+            key: Arc::clone(type_key),
+            open,
+            close,
+            objects: first..self.spans.values.len(),
         });
     }
 }
@@ -264,12 +459,17 @@ impl<'de> Visitor<'de> for ObjectMapSpans<'_, '_, '_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let Some(type_key) = self.type_key else {
-            while let Some(type_key) = map.next_key::<Cow<str>>()? {
+            while let Some(Key(key)) = map.next_key()? {
+                let type_key = Arc::from(&*key);
+                let first = self.top.spans.values.len();
                 map.next_value_seed(ObjectMapSpans {
                     section: self.section,
-                    type_key: Some(&Arc::from(type_key)),
+                    type_key: Some(&type_key),
                     top: &mut *self.top,
                 })?;
+                if let Cow::Borrowed(key) = key {
+                    self.top.push_map(self.section, key, &type_key, first);
+                }
             }
             return Ok(());
         };
@@ -278,6 +478,69 @@ impl<'de> Visitor<'de> for ObjectMapSpans<'_, '_, '_> {
             self.top.push(Some(self.section), type_key, raw);
         }
         Ok(())
+    }
+}
+
+/// A map's key, borrowed from the text when it is written without an escape.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Key<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Borrowed(key)))
+    }
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(key.to_owned())))
+    }
+}
+
+/// The values of a map's entries, inside `.0` arrays of one value each.
+struct Entries(usize);
+
+impl<'de> Visitor<'de> for Entries {
+    type Value = Vec<&'de RawValue>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("map entries")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let values = seq
+            .next_element_seed(Entries(self.0 - 1))?
+            .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+        match seq.next_element::<IgnoredAny>()? {
+            None => Ok(values),
+            Some(_) => Err(de::Error::invalid_length(2, &self)),
+        }
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut values = Vec::new();
+        while map.next_key::<IgnoredAny>()?.is_some() {
+            values.push(map.next_value()?);
+        }
+        Ok(values)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Entries {
+    type Value = Vec<&'de RawValue>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        match self.0 {
+            0 => d.deserialize_map(self),
+            _ => d.deserialize_seq(self),
+        }
     }
 }
 
@@ -489,7 +752,7 @@ mod tests {
 
     fn texts(body: &str, spans: &ObjectSpans) -> Vec<(Option<Section>, String, String)> {
         spans
-            .0
+            .values
             .iter()
             .map(|s| {
                 let text = body[s.start..s.end].to_owned();
@@ -523,7 +786,7 @@ mod tests {
         let body = r#"{"object":{"o":1},"attachments":{"S.v1":{"s":{}}},"parent":{}}"#;
         let sections = <DecoratorRequest<Object> as ObjectWise>::SECTIONS;
         let decorator = ObjectSpans::of(body.as_bytes(), &sections).unwrap();
-        let sections: Vec<_> = decorator.0.iter().map(|s| s.section).collect();
+        let sections: Vec<_> = decorator.values.iter().map(|s| s.section).collect();
         assert_eq!(
             sections,
             [Some(Section::Parent), Some(Section::Children), None]
@@ -554,7 +817,8 @@ mod tests {
     #[test]
     fn moved_spans_are_those_of_the_changed_body() {
         let body = r#"{"controller":{"g":1},"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}}}}"#;
-        let kept = ObjectSpans::of(body.as_bytes(), &sections_of_request()).unwrap();
+        let sections = sections_of_request();
+        let kept = ObjectSpans::of(body.as_bytes(), &sections).unwrap();
         for (was, now, at) in [
             (r#"{"g":1}"#, r#"{"g":1234}"#, 0),
             (r#"{"c":1}"#, r#"{ "c" : [1, 2] }"#, 2),
@@ -565,7 +829,94 @@ mod tests {
             let grown = now.len() as isize - was.len() as isize;
             let moved = kept.moved(&[Change { at, grown }]);
             assert_eq!(texts(&changed, &moved), spans(&changed).unwrap());
+            assert_eq!(Some(moved), ObjectSpans::of(changed.as_bytes(), &sections));
         }
+    }
+
+    #[test]
+    fn a_map_of_a_type_key_is_found_with_its_braces() {
+        let body = r#"{"children":{"A.v1": {"x":{"c":1}} ,"B.v1":{ },"C.v1":null,"D\u002ev1":{}},
+            "related":{"A.v1":{"z":{"r":1}}}}"#;
+        let spans = ObjectSpans::of(body.as_bytes(), &sections_of_request()).unwrap();
+        let maps: Vec<_> = spans
+            .maps
+            .iter()
+            .map(|m| (m.section, &*m.key, &body[m.open..=m.close], m.objects.clone()))
+            .collect();
+        // `null` is no map; one whose type key has an escape is not looked for.
+        assert_eq!(
+            maps,
+            [
+                (Section::Children, "A.v1", r#"{"x":{"c":1}}"#, 0..1),
+                (Section::Children, "B.v1", "{ }", 1..1),
+                (Section::Related, "A.v1", r#"{"z":{"r":1}}"#, 1..2),
+            ]
+        );
+    }
+
+    /// `body` with `was` written `now`, and how it was reshaped, with the reshaped spans
+    /// checked against those found anew.
+    fn reshape(body: &str, was: &str, now: &str) -> Option<(Vec<usize>, Vec<String>)> {
+        let sections = sections_of_request();
+        let kept = ObjectSpans::of(body.as_bytes(), &sections).unwrap();
+        assert_eq!(body.matches(was).count(), 1, "{was}");
+        let changed = body.replace(was, now);
+        let differ = crate::memo::differing(body.as_bytes(), changed.as_bytes());
+        let reshape = kept.reshape(changed.as_bytes(), differ)?;
+        let reshaped = kept.reshaped(&reshape);
+        assert_eq!(Some(&reshaped), ObjectSpans::of(changed.as_bytes(), &sections).as_ref());
+        let inserted = reshape.inserted.iter().map(|r| changed[r.clone()].to_owned());
+        Some((reshape.removed.collect(), inserted.collect()))
+    }
+
+    #[test]
+    fn objects_taken_out_of_a_map_and_put_in_are_found() {
+        let body = r#"{"controller":{"g":1},"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}},"B.v1":{}},"related":{"A.v1":{"z":{"r":1}}},"finalizing":false}"#;
+        let found = |was: &str, now: &str| reshape(body, was, now);
+        let some = |removed: &[usize], inserted: &[&str]| {
+            let inserted = inserted.iter().map(|s| s.to_string()).collect();
+            Some((removed.to_vec(), inserted))
+        };
+        let (x, y) = (r#""x":{"c":1}"#, r#""y":{"c":2}"#);
+        // Put in first, between, last; taken out; one in the place of two; into an empty map.
+        let w = r#""w":{"c":0}"#;
+        assert_eq!(found(x, &format!("{w},{x}")), some(&[], &[r#"{"c":0}"#]));
+        assert_eq!(found(x, &format!("{x},{w}")), some(&[], &[r#"{"c":0}"#]));
+        assert_eq!(found(y, &format!("{y}, {w} ")), some(&[], &[r#"{"c":0}"#]));
+        assert_eq!(found(&format!("{x},"), ""), some(&[2], &[]));
+        assert_eq!(found(&format!(",{y}"), ""), some(&[3], &[]));
+        assert_eq!(found(&format!("{x},{y}"), ""), some(&[2, 3], &[]));
+        assert_eq!(found(&format!("{x},{y}"), w), some(&[2, 3], &[r#"{"c":0}"#]));
+        assert_eq!(
+            found(x, r#""x1":[1],"x2":"s""#),
+            some(&[2], &["[1]", r#""s""#])
+        );
+        assert_eq!(
+            found(r#""B.v1":{}"#, r#""B.v1":{ "b": {} }"#),
+            some(&[], &["{}"])
+        );
+        assert_eq!(found(r#""z":{"r":1}"#, ""), some(&[4], &[]));
+        // A key written otherwise is no object taken out or put in (keys are not decoded).
+        assert_eq!(found(r#""y":"#, r#""q":"#), some(&[], &[]));
+        // Written over several lines.
+        let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Json>(body).unwrap())
+            .unwrap();
+        let w = "\"w\": {\n          \"c\": 0\n        },\n";
+        let reshaped = reshape(&pretty, "\"x\": {", &format!("{w}          \"x\": {{"));
+        assert_eq!(reshaped, some(&[], &["{\n          \"c\": 0\n        }"]));
+        // Not one map's entries: across two maps, outside every map, not JSON there, in a
+        // map not looked for.
+        for (was, now) in [
+            (r#"{"c":2}},"B.v1":{}"#, r#"{"c":2},"B.v1":{}}"#.to_owned()),
+            (r#""g":1"#, r#""g":1,"h":2"#.to_owned()),
+            (x, r#""w":{"c":0} "x":{"c":1}"#.to_owned()),
+            (x, r#""w":{"c":0},"x":{"c":1}"#.replace(':', " ")),
+            (r#"{"x""#, r#"{"w":1,,"x""#.to_owned()),
+        ] {
+            assert_eq!(found(was, &now), None, "{now}");
+        }
+        let escaped = body.replace(r#""B.v1""#, r#""B\u002ev1""#);
+        assert_eq!(reshape(&escaped, r#"{}},"#, r#"{"b":{}}},"#), None);
     }
 
     #[test]
