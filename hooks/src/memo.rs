@@ -6,7 +6,7 @@
 //! only inside objects whose two texts decode to equal values decodes to the kept request, and one
 //! whose objects decode differently to the kept request with those decoded anew
 //! ([`DecodedRequests`]).
-use crate::contract::{Change, Nested, ObjectSpans, ObjectWise, Section};
+use crate::contract::{Change, Nested, ObjectSpans, ObjectWise, Reshape, Section, Slot};
 use crate::delete_graph::plan::PlanMemo;
 use crate::pki::PkiMemo;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate, RequestError};
@@ -233,38 +233,62 @@ impl<R: DecodedRequest> Source<R> {
     }
 }
 
-/// A body that differs from the one `base` was decoded from only inside some of its objects,
-/// each of them one JSON value in both bodies: it decodes to `base`'s request with those objects
-/// decoded from their texts in the body. `base` was decoded whole.
+/// A body that differs from the one `base` was decoded from only in some of its objects: inside
+/// them, each of them one JSON value in both bodies, or in which objects a map of a type key
+/// holds ([`ObjectSpans::reshape`]). It decodes to `base`'s request with the objects of some
+/// groups (a section's objects of one type key, or the parent) made those the body has there:
+/// each the base's object, unchanged, or one decoded from its text in the body. `base` was
+/// decoded whole.
 pub struct Splice<R> {
     base: Arc<R>,
     body: Box<[u8]>,
+    groups: Vec<SplicedGroup>,
+    /// The texts of the objects decoded from the body, by their places in its spans.
     objects: Vec<SplicedObject>,
+}
+
+/// The objects of one group of a [`Splice`], in the order of the text.
+#[derive(Clone)]
+struct SplicedGroup {
+    section: Section,
+    type_key: Arc<str>,
+    places: Vec<Place>,
+}
+
+/// Where an object of a spliced group comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// The base's object at this place among those of its group.
+    Base(usize),
+    /// The object at this place in the body's spans, decoded from its text.
+    Body(usize),
 }
 
 /// An object of a [`Splice`], decoded from its text in the body.
 struct SplicedObject {
-    /// Its place in the request's spans.
+    /// Its place in the body's spans.
     at: usize,
-    section: Section,
-    type_key: Arc<str>,
-    /// Its place among the objects of its section and type key.
-    ordinal: usize,
     text: Nested,
 }
 
 impl<R: DecodedRequest> Splice<R> {
-    /// `base`'s request, cloned, with each object decoded from its text; `None` if one does not
-    /// decode.
+    /// `base`'s request, cloned, with each spliced group made what it is in the body; `None`
+    /// if an object does not decode.
     pub fn request(&self) -> Option<R::Request<'_>> {
         let mut request = self.base.request().clone();
-        for object in &self.objects {
-            request.replace_object(
-                object.section,
-                &object.type_key,
-                object.ordinal,
-                &object.text,
-            )?;
+        for group in &self.groups {
+            let slots = group
+                .places
+                .iter()
+                .map(|place| match *place {
+                    Place::Base(at) => Some(Slot::Kept(at)),
+                    Place::Body(at) => {
+                        let found = self.objects.binary_search_by_key(&at, |o| o.at).ok()?;
+                        Some(Slot::New(&self.objects[found].text))
+                    }
+                })
+                .collect::<Option<Vec<_>>>()?;
+            request.splice_group(group.section, &group.type_key, &slots)?;
         }
         Some(request)
     }
@@ -427,26 +451,20 @@ impl<R: DecodedRequest> DecodedRequests<R> {
                         .store(key, Arc::clone(&answered), answered.counted_size());
                     return answer(answered.request().decoded.request());
                 }
-                Nearby::Moved(moved) => {
-                    nearest = Some((kept, moved));
+                Nearby::Apart => {}
+                nearby => {
+                    nearest = Some((kept, nearby));
                     break;
                 }
-                Nearby::Apart => {}
             }
         }
         // Then where the body's objects are follows from where the kept request's are, and
-        // when only objects changed, the body is the kept request with those decoded anew.
+        // the body is the kept request with the objects that differ decoded anew.
         let (spliced, spans) = match nearest {
-            Some((kept, moved)) => {
-                let spans = kept.spans().map(|s| s.moved(&moved.changes));
-                let spliced = match (&spans, moved.field) {
-                    (Some(spans), false) => kept.splice(body, &moved.objects, spans),
-                    _ => None,
-                };
-                (spliced, OnceLock::from(spans))
-            }
-            None => (None, OnceLock::new()),
+            Some((kept, nearby)) => kept.spliced(body, nearby),
+            None => (None, None),
         };
+        let spans = spans.map_or_else(OnceLock::new, |spans| OnceLock::from(Some(spans)));
         let decoded = match spliced {
             Some(decoded) => decoded,
             None => R::decode(body.into())?,
@@ -533,6 +551,8 @@ enum Nearby {
     /// It differs from the kept request only inside values of its spans, each one JSON value
     /// in it too, and decodes differently.
     Moved(Moved),
+    /// It differs from the kept request in which objects a map of a type key holds.
+    Reshaped(Reshape),
     /// Anything else.
     Apart,
 }
@@ -570,7 +590,9 @@ impl<R: DecodedRequest> KeptRequest<R> {
             return Nearby::Apart;
         };
         let Some(changes) = spans.changes(kept, body, differ) else {
-            return Nearby::Apart;
+            return spans
+                .reshape(body, differ)
+                .map_or(Nearby::Apart, Nearby::Reshaped);
         };
         let (mut values, mut objects, mut field) = (Vec::new(), Vec::new(), false);
         // Where the values start in `body`: moved by the change of length of those before.
@@ -614,52 +636,124 @@ impl<R: DecodedRequest> KeptRequest<R> {
         })
     }
 
-    /// The request of `body`, which differs from this one only inside values of which the
-    /// objects at `changed` of `spans` (where the objects of `body` are) decode differently:
-    /// the request this one was spliced from (or this one) with those objects and those
-    /// spliced before decoded from their texts in `body`. `None` when one does not decode, or
-    /// their texts make up more than half the body.
-    fn splice(&self, body: &[u8], changed: &[usize], spans: &ObjectSpans) -> Option<R> {
-        let (base, mut places) = match self.decoded.source() {
-            Source::Whole(_) => (Arc::clone(&self.decoded), Vec::new()),
-            Source::Spliced(splice) => {
-                let places = splice.objects.iter().map(|o| o.at).collect();
-                (Arc::clone(&splice.base), places)
-            }
+    /// The request of `body`, which is `nearby` this one, when it can be spliced from this
+    /// one, and where the objects of `body` are.
+    fn spliced(&self, body: &[u8], nearby: Nearby) -> (Option<R>, Option<ObjectSpans>) {
+        let Some(kept) = self.spans() else {
+            return (None, None);
         };
-        for &at in changed {
-            if !places.contains(&at) {
-                places.push(at);
+        let (spans, edit) = match &nearby {
+            Nearby::Moved(moved) => {
+                let spans = kept.moved(&moved.changes);
+                // A top-level field read by the hook (`finalizing`) is not spliced.
+                if moved.field {
+                    return (None, Some(spans));
+                }
+                (spans, Edit::Objects(&moved.objects))
+            }
+            Nearby::Reshaped(reshape) => (kept.reshaped(reshape), Edit::Reshape(reshape)),
+            Nearby::Same(_) | Nearby::Apart => return (None, None),
+        };
+        (self.splice(body, &spans, edit), Some(spans))
+    }
+
+    /// The request of `body`, whose objects are where `spans` says, and which differs from
+    /// this request as `edit` says: the request this one was spliced from (or this one) with
+    /// the groups of the objects that differ, and of those spliced before, made what they are
+    /// in `body`. `None` when an object does not decode, or the texts of those decoded make up
+    /// more than half the body.
+    fn splice(&self, body: &[u8], spans: &ObjectSpans, edit: Edit<'_>) -> Option<R> {
+        let kept = self.spans()?;
+        let (base, mut groups) = match self.decoded.source() {
+            Source::Whole(_) => (Arc::clone(&self.decoded), Vec::new()),
+            Source::Spliced(splice) => (Arc::clone(&splice.base), splice.groups.clone()),
+        };
+        // The places of a group as this request has them: a group not spliced yet is the
+        // base's, as many objects as this request has there.
+        let group = |groups: &mut Vec<SplicedGroup>, section, type_key: &Arc<str>| {
+            let found = groups
+                .iter()
+                .position(|g| g.section == section && g.type_key == *type_key);
+            let at = found.unwrap_or_else(|| {
+                let count = kept.count(section, type_key, usize::MAX);
+                groups.push(SplicedGroup {
+                    section,
+                    type_key: Arc::clone(type_key),
+                    places: (0..count).map(Place::Base).collect(),
+                });
+                groups.len() - 1
+            });
+            at
+        };
+        match edit {
+            Edit::Objects(changed) => {
+                for &at in changed {
+                    let (section, span, ordinal) = spans.object(at)?;
+                    let g = group(&mut groups, section, &span.key);
+                    *groups[g].places.get_mut(ordinal)? = Place::Body(at);
+                }
+            }
+            Edit::Reshape(reshape) => {
+                // The objects after those taken out move by as many places as are put in
+                // beyond those taken out.
+                let (removed, inserted) = (&reshape.removed, reshape.inserted.len());
+                for place in groups.iter_mut().flat_map(|g| &mut g.places) {
+                    if let Place::Body(at) = place {
+                        if *at >= removed.end {
+                            *at = *at - removed.len() + inserted;
+                        }
+                    }
+                }
+                let (section, type_key, ordinal) = kept.reshaped_group(reshape);
+                let g = group(&mut groups, section, type_key);
+                let put_in = (removed.start..removed.start + inserted).map(Place::Body);
+                let places = &mut groups[g].places;
+                places.get(ordinal..ordinal + removed.len())?;
+                places.splice(ordinal..ordinal + removed.len(), put_in);
             }
         }
-        let found = places
-            .into_iter()
-            .map(|at| Some((at, spans.object(at)?)))
-            .collect::<Option<Vec<_>>>()?;
-        let spliced_bytes: usize = found
+        let mut places: Vec<usize> = groups
             .iter()
-            .map(|(_, (_, span, _))| span.end - span.start)
+            .flat_map(|g| &g.places)
+            .filter_map(|place| match *place {
+                Place::Body(at) => Some(at),
+                Place::Base(_) => None,
+            })
+            .collect();
+        places.sort_unstable();
+        let spliced_bytes: usize = places
+            .iter()
+            .map(|&at| spans.get(at).map_or(0, |span| span.end - span.start))
             .sum();
         if 2 * spliced_bytes > body.len() {
             return None;
         }
-        let mut objects = Vec::with_capacity(found.len());
-        for (at, (section, span, ordinal)) in found {
-            let text = std::str::from_utf8(body.get(span.start..span.end)?).ok()?;
-            objects.push(SplicedObject {
-                at,
-                section,
-                type_key: Arc::clone(&span.key),
-                ordinal,
-                text: Nested::new(section, text),
-            });
-        }
+        let objects = places
+            .into_iter()
+            .map(|at| {
+                let span = spans.get(at)?;
+                let text = std::str::from_utf8(body.get(span.start..span.end)?).ok()?;
+                Some(SplicedObject {
+                    at,
+                    text: Nested::new(span.section?, text),
+                })
+            })
+            .collect::<Option<_>>()?;
         R::splice(Splice {
             base,
             body: body.into(),
+            groups,
             objects,
         })
     }
+}
+
+/// How a body differs from the kept request it is spliced from.
+enum Edit<'e> {
+    /// Inside the objects at these places of both.
+    Objects(&'e [usize]),
+    /// In the objects one map of a type key holds.
+    Reshape(&'e Reshape),
 }
 
 /// Where `a` and `b` differ: the length of their common prefix, then the ends in each of what
@@ -1068,8 +1162,8 @@ mod tests {
         // first one with the children changed since decoded anew from the new body.
         for (a, b, places) in [
             (("x", 1), ("longer", 1), [2].as_slice()),
-            (("w", 1), ("longer", 1), &[2, 1]),
-            (("w", 1), ("v", 2), &[2, 1]),
+            (("w", 1), ("longer", 1), &[1, 2]),
+            (("w", 1), ("v", 2), &[1, 2]),
         ] {
             let changed = padded(request(a, b));
             assert_eq!(specs(&memo, &changed).0, [a.0, b.0]);
@@ -1113,9 +1207,10 @@ mod tests {
             base.request() as *const Specs as usize
         );
         assert_eq!(memo.kept.len(), 2);
-        // Both specs; one spec and the other's resourceVersion: spliced, with the children that
-        // decode differently. A spec and the finalizing field; a spec and the key of an object
-        // after it: decoded whole.
+        // Both specs; one spec and the other's resourceVersion; a spec and the key of the object
+        // after it (the map of their type key reshaped: the first taken out and put in again):
+        // spliced, with the children that decode differently. A spec and the finalizing field:
+        // decoded whole.
         let text = String::from_utf8(padded(request(("v", 1), ("y", 1)))).unwrap();
         for (changed, read, places) in [
             (
@@ -1136,7 +1231,7 @@ mod tests {
             (
                 text.replace(r#""b":{"#, r#""c":{"#).into_bytes(),
                 ["v", "y"],
-                None,
+                Some(vec![1]),
             ),
         ] {
             let (memo, base) = keeping_body();
@@ -1176,7 +1271,7 @@ mod tests {
     {
         let decoded_whole = || R::decode(changed.into()).expect("a body the memo reads decodes");
         let sections = <R::Request<'_> as ObjectWise<'_>>::SECTIONS;
-        let moved = match kept.compare(changed) {
+        let nearby = match kept.compare(changed) {
             Nearby::Apart => return None,
             Nearby::Same(values) => {
                 assert_eq!(kept.decoded.request(), decoded_whole().request());
@@ -1187,14 +1282,12 @@ mod tests {
                 assert_eq!(answered.is(kept), kept == changed);
                 return None;
             }
-            Nearby::Moved(moved) => moved,
+            nearby => nearby,
         };
-        let spans = kept.spans().unwrap().moved(&moved.changes);
+        let (spliced, spans) = kept.spliced(changed, nearby);
+        let spans = spans.expect("a kept request compared has spans");
         assert_eq!(Some(&spans), ObjectSpans::of(changed, &sections).as_ref());
-        if moved.field {
-            return None;
-        }
-        let spliced = kept.splice(changed, &moved.objects, &spans)?;
+        let spliced = spliced?;
         assert_eq!(spliced.request(), decoded_whole().request());
         Some(KeptRequest {
             decoded: Arc::new(spliced),

@@ -34,9 +34,9 @@ impl<T> ObjectMap<T> {
         self.groups.get(type_key).map_or(&[], Vec::as_slice)
     }
 
-    /// The `ordinal`th object of one type key.
-    pub(super) fn get_mut(&mut self, type_key: &str, ordinal: usize) -> Option<&mut T> {
-        self.groups.get_mut(type_key)?.get_mut(ordinal)
+    /// The objects of one type key, when it is there.
+    pub(super) fn group_mut(&mut self, type_key: &str) -> Option<&mut Vec<T>> {
+        self.groups.get_mut(type_key)
     }
 
     pub fn len(&self) -> usize {
@@ -249,22 +249,30 @@ macro_rules! object_maps {
                 new.decode::<serde::de::IgnoredAny>().map(|_| true)
             }
 
-            fn replace_object(
+            fn splice_group(
                 &mut self,
                 type_key: &str,
-                ordinal: usize,
-                new: &'de $crate::contract::Nested,
+                slots: &[$crate::contract::Slot<'de>],
             ) -> Option<()> {
                 $(
                     if type_key == $key {
-                        return new.decode_into(self.$field.get_mut(ordinal));
+                        return $crate::contract::spliced(&mut self.$field, slots);
                     }
                 )*
-                // Another type key: nothing of its objects is kept (see `same_object`).
-                if $answered {
+                // Another type key: nothing of its objects is kept (see `same_object`), but
+                // each must be one JSON value.
+                if $answered && !slots.is_empty() {
                     return None;
                 }
-                new.decode::<serde::de::IgnoredAny>().map(|_| ())
+                slots
+                    .iter()
+                    .all(|slot| match slot {
+                        $crate::contract::Slot::Kept(_) => true,
+                        $crate::contract::Slot::New(new) => {
+                            new.decode::<serde::de::IgnoredAny>().is_some()
+                        }
+                    })
+                    .then_some(())
             }
         }
     };

@@ -307,20 +307,24 @@ impl ObjectSpans {
             ..span.clone()
         }));
         let shifted = |at: usize| at.saturating_add_signed(count);
-        let maps = self.maps.iter().enumerate().map(|(m, map)| match m.cmp(place) {
-            Ordering::Less => map.clone(),
-            Ordering::Equal => MapSpan {
-                close: map.close.saturating_add_signed(*grown),
-                objects: map.objects.start..shifted(map.objects.end),
-                ..map.clone()
-            },
-            Ordering::Greater => MapSpan {
-                open: map.open.saturating_add_signed(*grown),
-                close: map.close.saturating_add_signed(*grown),
-                objects: shifted(map.objects.start)..shifted(map.objects.end),
-                ..map.clone()
-            },
-        });
+        let maps = self
+            .maps
+            .iter()
+            .enumerate()
+            .map(|(m, map)| match m.cmp(place) {
+                Ordering::Less => map.clone(),
+                Ordering::Equal => MapSpan {
+                    close: map.close.saturating_add_signed(*grown),
+                    objects: map.objects.start..shifted(map.objects.end),
+                    ..map.clone()
+                },
+                Ordering::Greater => MapSpan {
+                    open: map.open.saturating_add_signed(*grown),
+                    close: map.close.saturating_add_signed(*grown),
+                    objects: shifted(map.objects.start)..shifted(map.objects.end),
+                    ..map.clone()
+                },
+            });
         ObjectSpans {
             values,
             maps: maps.collect(),
@@ -369,7 +373,12 @@ impl Top<'_> {
 
     /// Where the next byte that is not whitespace is from `at`, if it is `byte`.
     fn find(&self, at: usize, byte: u8) -> Option<usize> {
-        let found = at + self.text.get(at..)?.bytes().position(|b| !b.is_ascii_whitespace())?;
+        let found = at
+            + self
+                .text
+                .get(at..)?
+                .bytes()
+                .position(|b| !b.is_ascii_whitespace())?;
         (self.text.as_bytes()[found] == byte).then_some(found)
     }
 
@@ -384,7 +393,9 @@ impl Top<'_> {
         else {
             return;
         };
-        let last = self.spans.values[first..].last().map_or(open + 1, |o| o.end);
+        let last = self.spans.values[first..]
+            .last()
+            .map_or(open + 1, |o| o.end);
         let Some(close) = self.find(last, b'}') else {
             return;
         };
@@ -638,16 +649,10 @@ pub trait ObjectWise<'a> {
         ordinal: usize,
         new: &'a Nested,
     ) -> Option<bool>;
-    /// Puts the object decoded from `new` in place of the `ordinal`th object of `section` and
-    /// `type_key` (counted in the order of the text, over every map of that type key); `None`
-    /// if `new` does not decode or there is no such object.
-    fn replace_object(
-        &mut self,
-        section: Section,
-        type_key: &str,
-        ordinal: usize,
-        new: &'a Nested,
-    ) -> Option<()>;
+    /// Makes the objects of `section` and `type_key` (counted in the order of the text, over
+    /// every map of that type key; the parent is one) those of `slots`; `None` if one does not
+    /// decode or is not there, or the request keeps no objects of that type key but there are.
+    fn splice_group(&mut self, section: Section, type_key: &str, slots: &[Slot<'a>]) -> Option<()>;
     /// Whether the text `new` of the top-level field `name`, one that holds no objects,
     /// decodes as the field did in this request; `None` if it does not decode.
     fn same_field(&self, name: &str, new: &str) -> Option<bool>;
@@ -656,7 +661,32 @@ pub trait ObjectWise<'a> {
 /// An object map of a request, as [`ObjectWise`] for the objects of one type key.
 pub trait GroupWise<'a> {
     fn same_object(&self, type_key: &str, ordinal: usize, new: &'a Nested) -> Option<bool>;
-    fn replace_object(&mut self, type_key: &str, ordinal: usize, new: &'a Nested) -> Option<()>;
+    fn splice_group(&mut self, type_key: &str, slots: &[Slot<'a>]) -> Option<()>;
+}
+
+/// Where an object of a spliced group comes from: the request's object of that group at this
+/// place, or a text decoded anew.
+#[derive(Clone, Copy)]
+pub enum Slot<'a> {
+    Kept(usize),
+    New(&'a Nested),
+}
+
+/// The objects of one group of a request, `kept`, made those of `slots`; `None` if one does
+/// not decode, is not there or is taken twice.
+pub fn spliced<'a, T: Deserialize<'a> + Named>(
+    kept: &mut Vec<T>,
+    slots: &[Slot<'a>],
+) -> Option<()> {
+    let mut old: Vec<Option<T>> = std::mem::take(kept).into_iter().map(Some).collect();
+    *kept = slots
+        .iter()
+        .map(|slot| match *slot {
+            Slot::Kept(at) => old.get_mut(at)?.take(),
+            Slot::New(text) => text.decode(),
+        })
+        .collect::<Option<_>>()?;
+    Some(())
 }
 
 /// Implements [`ObjectWise`] for a request type with a parent (or target) `P` in the field
@@ -689,17 +719,18 @@ macro_rules! object_wise {
                 }
             }
 
-            fn replace_object(
+            fn splice_group(
                 &mut self,
                 section: Section,
                 type_key: &str,
-                ordinal: usize,
-                new: &'a Nested,
+                slots: &[Slot<'a>],
             ) -> Option<()> {
-                match section {
-                    Section::Parent => new.decode_into(Some(&mut self.$parent)),
-                    Section::Children => self.$children.replace_object(type_key, ordinal, new),
-                    Section::Related => self.related.replace_object(type_key, ordinal, new),
+                match (section, slots) {
+                    (Section::Parent, [Slot::Kept(0)]) => Some(()),
+                    (Section::Parent, [Slot::New(new)]) => new.decode_into(Some(&mut self.$parent)),
+                    (Section::Parent, _) => None,
+                    (Section::Children, _) => self.$children.splice_group(type_key, slots),
+                    (Section::Related, _) => self.related.splice_group(type_key, slots),
                 }
             }
 
@@ -727,8 +758,8 @@ impl<'a, T: Deserialize<'a> + Named + PartialEq> GroupWise<'a> for ObjectMap<T> 
         decodes_as(self.get(type_key).get(ordinal)?, new)
     }
 
-    fn replace_object(&mut self, type_key: &str, ordinal: usize, new: &'a Nested) -> Option<()> {
-        new.decode_into(self.get_mut(type_key, ordinal))
+    fn splice_group(&mut self, type_key: &str, slots: &[Slot<'a>]) -> Option<()> {
+        spliced(self.group_mut(type_key)?, slots)
     }
 }
 
@@ -841,7 +872,14 @@ mod tests {
         let maps: Vec<_> = spans
             .maps
             .iter()
-            .map(|m| (m.section, &*m.key, &body[m.open..=m.close], m.objects.clone()))
+            .map(|m| {
+                (
+                    m.section,
+                    &*m.key,
+                    &body[m.open..=m.close],
+                    m.objects.clone(),
+                )
+            })
             .collect();
         // `null` is no map; one whose type key has an escape is not looked for.
         assert_eq!(
@@ -864,8 +902,14 @@ mod tests {
         let differ = crate::memo::differing(body.as_bytes(), changed.as_bytes());
         let reshape = kept.reshape(changed.as_bytes(), differ)?;
         let reshaped = kept.reshaped(&reshape);
-        assert_eq!(Some(&reshaped), ObjectSpans::of(changed.as_bytes(), &sections).as_ref());
-        let inserted = reshape.inserted.iter().map(|r| changed[r.clone()].to_owned());
+        assert_eq!(
+            Some(&reshaped),
+            ObjectSpans::of(changed.as_bytes(), &sections).as_ref()
+        );
+        let inserted = reshape
+            .inserted
+            .iter()
+            .map(|r| changed[r.clone()].to_owned());
         Some((reshape.removed.collect(), inserted.collect()))
     }
 
@@ -886,7 +930,10 @@ mod tests {
         assert_eq!(found(&format!("{x},"), ""), some(&[2], &[]));
         assert_eq!(found(&format!(",{y}"), ""), some(&[3], &[]));
         assert_eq!(found(&format!("{x},{y}"), ""), some(&[2, 3], &[]));
-        assert_eq!(found(&format!("{x},{y}"), w), some(&[2, 3], &[r#"{"c":0}"#]));
+        assert_eq!(
+            found(&format!("{x},{y}"), w),
+            some(&[2, 3], &[r#"{"c":0}"#])
+        );
         assert_eq!(
             found(x, r#""x1":[1],"x2":"s""#),
             some(&[2], &["[1]", r#""s""#])
@@ -899,8 +946,8 @@ mod tests {
         // A key written otherwise is no object taken out or put in (keys are not decoded).
         assert_eq!(found(r#""y":"#, r#""q":"#), some(&[], &[]));
         // Written over several lines.
-        let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Json>(body).unwrap())
-            .unwrap();
+        let pretty =
+            serde_json::to_string_pretty(&serde_json::from_str::<Json>(body).unwrap()).unwrap();
         let w = "\"w\": {\n          \"c\": 0\n        },\n";
         let reshaped = reshape(&pretty, "\"x\": {", &format!("{w}          \"x\": {{"));
         assert_eq!(reshaped, some(&[], &["{\n          \"c\": 0\n        }"]));
