@@ -674,7 +674,7 @@ impl<R: DecodedRequest> KeptRequest<R> {
             let found = groups
                 .iter()
                 .position(|g| g.section == section && g.type_key == *type_key);
-            let at = found.unwrap_or_else(|| {
+            found.unwrap_or_else(|| {
                 let count = kept.count(section, type_key, usize::MAX);
                 groups.push(SplicedGroup {
                     section,
@@ -682,8 +682,7 @@ impl<R: DecodedRequest> KeptRequest<R> {
                     places: (0..count).map(Place::Base).collect(),
                 });
                 groups.len() - 1
-            });
-            at
+            })
         };
         match edit {
             Edit::Objects(changed) => {
