@@ -1189,6 +1189,47 @@ mod tests {
     }
 
     #[test]
+    fn a_request_with_objects_taken_out_or_put_in_is_the_kept_one_with_their_group_spliced() {
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let body = String::from_utf8(padded(request(("x", 1), ("y", 1)))).unwrap();
+        specs(&memo, body.as_bytes());
+        let base = decoded_of(&memo, body.as_bytes());
+        // Each request is the one before with a child put in, changed or taken out: spliced
+        // from the first, with the children decoded anew from it since, at their places now
+        // (the parent is the first).
+        let c = r#""c":{"metadata":{"name":"c"},"spec":"z"}"#;
+        let a = r#""a":{"metadata":{"name":"a","resourceVersion":"1"},"spec":"x"},"#;
+        let three = body.replace(r#","b":{"#, &format!(",{c},\"b\":{{"));
+        let changed = three.replace(r#""spec":"y""#, r#""spec":"w""#);
+        let without_a = changed.replace(a, "");
+        let only_c = without_a.replace(
+            r#","b":{"metadata":{"name":"b","resourceVersion":"1"},"spec":"w"}"#,
+            "",
+        );
+        let none = only_c.replace(c, "");
+        for (body, read, places) in [
+            (&three, ["x", "z", "y"].as_slice(), [2].as_slice()),
+            (&changed, &["x", "z", "w"], &[2, 3]),
+            (&without_a, &["z", "w"], &[1, 2]),
+            (&only_c, &["z"], &[1]),
+            (&none, &[], &[]),
+        ] {
+            assert_eq!(specs(&memo, body.as_bytes()).0, read, "{body}");
+            assert_eq!(
+                spliced(&memo, body.as_bytes(), &base).as_deref(),
+                Some(places)
+            );
+        }
+        // A child put in that does not decode: the decoder's error.
+        let unnamed = none.replace(r#""T.v1":{}"#, r#""T.v1":{"d":{"spec":"v"}}"#);
+        let plain = crate::contract::decode::<Specs>(unnamed.as_bytes()).unwrap_err();
+        let err = memo
+            .with_request(unnamed.as_bytes(), |_| Ok(()))
+            .unwrap_err();
+        assert_eq!((&err.path, &err.message), (&plain.path, &plain.message));
+    }
+
+    #[test]
     fn several_values_that_differ_at_once_are_looked_at_one_by_one() {
         let body = padded(request(("x", 1), ("y", 1)));
         // A memo that keeps `body`, and the request it decoded from it.
