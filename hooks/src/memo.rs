@@ -589,51 +589,53 @@ impl<R: DecodedRequest> KeptRequest<R> {
         let Some(spans) = self.spans() else {
             return Nearby::Apart;
         };
-        let Some(changes) = spans.changes(kept, body, differ) else {
-            return spans
-                .reshape(body, differ)
-                .map_or(Nearby::Apart, Nearby::Reshaped);
-        };
+        // A change that is not one inside values that decode (it may be one at a value's
+        // end, after it) may be one in which objects a map holds.
+        let inside = spans.changes(kept, body, differ);
+        inside
+            .and_then(|changes| self.compare_values(body, spans, changes))
+            .or_else(|| spans.reshape(body, differ).map(Nearby::Reshaped))
+            .unwrap_or(Nearby::Apart)
+    }
+
+    /// How `body` compares with this request, when it differs from it only inside the
+    /// values `changes` of `spans` (this request's); `None` when one of them does not decode.
+    fn compare_values(
+        &self,
+        body: &[u8],
+        spans: &ObjectSpans,
+        changes: Vec<Change>,
+    ) -> Option<Nearby> {
         let (mut values, mut objects, mut field) = (Vec::new(), Vec::new(), false);
         // Where the values start in `body`: moved by the change of length of those before.
         let mut shift = 0isize;
         for change in &changes {
-            let Some(span) = spans.get(change.at) else {
-                return Nearby::Apart;
-            };
+            let span = spans.get(change.at)?;
             let start = span.start.saturating_add_signed(shift);
             shift += change.grown;
             let end = span.end.saturating_add_signed(shift);
-            let Some(Ok(now)) = body.get(start..end).map(std::str::from_utf8) else {
-                return Nearby::Apart;
-            };
+            let now = std::str::from_utf8(body.get(start..end)?).ok()?;
             values.push((span.start..span.end, start..end));
             let kept = self.decoded.request();
             let Some((section, span, ordinal)) = spans.object(change.at) else {
                 // A top-level field's value: the `controller`, which no hook reads, or one
                 // that is read (`finalizing`).
-                match kept.same_field(&span.key, now) {
-                    Some(true) => {}
-                    Some(false) => field = true,
-                    None => return Nearby::Apart,
-                }
+                field |= !kept.same_field(&span.key, now)?;
                 continue;
             };
             let now = Nested::new(section, now);
-            match kept.same_object(section, &span.key, ordinal, &now) {
-                Some(true) => {}
-                Some(false) => objects.push(change.at),
-                None => return Nearby::Apart,
+            if !kept.same_object(section, &span.key, ordinal, &now)? {
+                objects.push(change.at);
             }
         }
         if objects.is_empty() && !field {
-            return Nearby::Same(values);
+            return Some(Nearby::Same(values));
         }
-        Nearby::Moved(Moved {
+        Some(Nearby::Moved(Moved {
             changes,
             objects,
             field,
-        })
+        }))
     }
 
     /// The request of `body`, which is `nearby` this one, when it can be spliced from this
@@ -1362,22 +1364,173 @@ mod tests {
             first in (0..usize::MAX, 0..3u8, proptest::sample::select(EDIT_BYTES.to_vec())),
             second in (0..usize::MAX, 0..3u8, proptest::sample::select(EDIT_BYTES.to_vec())),
         ) {
-            let fixture = |path: &str| {
-                let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
-                std::fs::read(root.join(path)).unwrap()
+            let body = fixture(FIXTURES[which].1);
+            match FIXTURES[which].0 {
+                "delete-graph" => edited_twice::<delete_graph::DecodedSync>(&body, first, second),
+                "app-discovery" => edited_twice::<app_discovery::DecodedSync>(&body, first, second),
+                "cert-rotation" => edited_twice::<cert_rotation::DecodedSync>(&body, first, second),
+                _ => edited_twice::<mesh_root_certificate::DecodedSync>(&body, first, second),
+            }
+        }
+    }
+
+    /// A sync fixture of each hook that keeps requests, for the edits of the tests above.
+    const FIXTURES: [(&str, &str); 4] = [
+        (
+            "delete-graph",
+            "delete-graph/sync-chain-all-running.request.json",
+        ),
+        (
+            "app-discovery",
+            "app-discovery/sync-multi-service-due-creates-app.request.json",
+        ),
+        (
+            "cert-rotation",
+            "cert-rotation/sync-step1-reuses-leaves-byte-identical.request.json",
+        ),
+        (
+            "mesh-root-certificate",
+            "mesh-root-certificate/sync-active-signing.request.json",
+        ),
+    ];
+
+    fn fixture(path: &str) -> Vec<u8> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+        std::fs::read(root.join(path)).unwrap()
+    }
+
+    /// A map of a type key in a request: where its `{` is, and where each of its entries' key
+    /// starts and its value ends.
+    type MapEntries = (usize, Vec<(usize, usize)>);
+
+    /// The maps of type keys in a request's `children`, `attachments` and `related`, in the
+    /// order of the text: where each one's `{` is, and where each of its entries' key starts
+    /// and its value ends. `None` when the body is not such a request.
+    fn maps_of(body: &[u8]) -> Option<Vec<MapEntries>> {
+        use serde_json::value::RawValue;
+        use std::collections::BTreeMap;
+        type Map<'a> = BTreeMap<String, &'a RawValue>;
+        let offset = |raw: &RawValue| raw.get().as_ptr() as usize - body.as_ptr() as usize;
+        let before = |at: usize| body[..at].iter().rposition(|b| !b.is_ascii_whitespace());
+        // Where the key of the value at `at` starts: before it are its `:` and the key, which
+        // in the fixtures has no escape.
+        let key_start = |at: usize| {
+            let colon = before(at).filter(|&c| body[c] == b':')?;
+            let close = before(colon)?;
+            body[..close].iter().rposition(|&b| b == b'"')
+        };
+        let top: Map = serde_json::from_slice(body).ok()?;
+        let mut maps = Vec::new();
+        for section in ["children", "attachments", "related"] {
+            let Some(types) = top.get(section) else {
+                continue;
             };
-            match which {
-                0 => edited_twice::<delete_graph::DecodedSync>(
-                    &fixture("delete-graph/sync-chain-all-running.request.json"), first, second),
-                1 => edited_twice::<app_discovery::DecodedSync>(
-                    &fixture("app-discovery/sync-multi-service-due-creates-app.request.json"),
-                    first, second),
-                2 => edited_twice::<cert_rotation::DecodedSync>(
-                    &fixture("cert-rotation/sync-step1-reuses-leaves-byte-identical.request.json"),
-                    first, second),
-                _ => edited_twice::<mesh_root_certificate::DecodedSync>(
-                    &fixture("mesh-root-certificate/sync-active-signing.request.json"),
-                    first, second),
+            for map in serde_json::from_str::<Map>(types.get()).ok()?.values() {
+                let Ok(objects) = serde_json::from_str::<Map>(map.get()) else {
+                    continue;
+                };
+                let mut entries = objects
+                    .values()
+                    .map(|v| Some((key_start(offset(v))?, offset(v) + v.get().len())))
+                    .collect::<Option<Vec<_>>>()?;
+                entries.sort_unstable();
+                maps.push((offset(map), entries));
+            }
+        }
+        maps.sort_unstable();
+        Some(maps)
+    }
+
+    /// `body` with an entry of one of its maps of type keys taken out (`copy_to` `None`) or
+    /// copied, under another key and name, to the place `copy_to` in that map; `None` when
+    /// the body has no such map, or no entry to take out or copy.
+    fn reshaped(body: &[u8], map: usize, entry: usize, copy_to: Option<usize>) -> Option<Vec<u8>> {
+        let maps = maps_of(body)?;
+        let (open, entries) = maps.get(map % maps.len().max(1))?;
+        let (key, end) = *entries.get(entry % entries.len().max(1))?;
+        let at = entry % entries.len();
+        let Some(to) = copy_to else {
+            // With the comma after it, or else the one before it.
+            let range = match (entries.get(at + 1), at.checked_sub(1)) {
+                (Some(&(next, _)), _) => key..next,
+                (None, Some(before)) => entries[before].1..end,
+                (None, None) => key..end,
+            };
+            return Some([&body[..range.start], &body[range.end..]].concat());
+        };
+        let value_start = key + body[key..].iter().position(|&b| b == b':')? + 1;
+        let mut object: serde_json::Value = serde_json::from_slice(&body[value_start..end]).ok()?;
+        let name = format!("copy-{to}-{}", body.len());
+        *object.pointer_mut("/metadata/name")? = name.clone().into();
+        let copied = format!(r#""{name}":{object}"#);
+        let to = to % (entries.len() + 1);
+        let (at, text) = match entries.get(to) {
+            Some(&(next, _)) => (next, format!("{copied},")),
+            None if to > 0 => (entries[to - 1].1, format!(",{copied}")),
+            None => (open + 1, copied),
+        };
+        Some([&body[..at], text.as_bytes(), &body[at..]].concat())
+    }
+
+    /// An edit of [`edited_in_turn`]: an entry of a map (0: taken out, 1: copied to a place)
+    /// or a byte (2), as [`reshaped`] and [`edited`] take them.
+    type Step = (u8, usize, usize, (usize, u8, u8));
+
+    /// A fixture edited a few times in turn (an entry taken out or copied, or a byte edited),
+    /// each edit checked against the request the one before left: a splice, when it was one,
+    /// else the body decoded whole.
+    fn edited_in_turn<R>(mut body: Vec<u8>, edits: &[Step])
+    where
+        R: DecodedRequest,
+        for<'a> R::Request<'a>: PartialEq + std::fmt::Debug,
+    {
+        let mut kept = whole::<R>(&body);
+        for &(kind, map, entry, byte) in edits {
+            let next = match kind {
+                0 => reshaped(&body, map, entry, None),
+                1 => reshaped(&body, map, entry, Some(byte.0)),
+                _ => Some(edited(&body, byte.0, byte.1, byte.2)),
+            };
+            let Some(next) = next else { continue };
+            kept = match checked(kept, &next) {
+                Some(spliced) => spliced,
+                None => match R::decode(next.clone().into()) {
+                    Ok(decoded) => KeptRequest {
+                        decoded: Arc::new(decoded),
+                        spans: OnceLock::new(),
+                    },
+                    Err(_) => return,
+                },
+            };
+            body = next;
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// A request with objects taken out of a map of a type key or put in, in turn with
+        /// other edits, each checked as above: its spans are those found afresh, and its
+        /// splice is the request decoded whole.
+        #[test]
+        fn reshaped_spans_and_splices_are_what_decoding_finds(
+            which in 0..4usize,
+            edits in proptest::collection::vec(
+                (
+                    0..3u8,
+                    0..usize::MAX,
+                    0..usize::MAX,
+                    (0..usize::MAX, 0..3u8, proptest::sample::select(EDIT_BYTES.to_vec())),
+                ),
+                1..5,
+            ),
+        ) {
+            let body = fixture(FIXTURES[which].1);
+            match FIXTURES[which].0 {
+                "delete-graph" => edited_in_turn::<delete_graph::DecodedSync>(body, &edits),
+                "app-discovery" => edited_in_turn::<app_discovery::DecodedSync>(body, &edits),
+                "cert-rotation" => edited_in_turn::<cert_rotation::DecodedSync>(body, &edits),
+                _ => edited_in_turn::<mesh_root_certificate::DecodedSync>(body, &edits),
             }
         }
     }
