@@ -574,3 +574,67 @@ proptest! {
         prop_assert_eq!(answer(id, &changed, &kept), fresh);
     }
 }
+
+/// `request` with an object of one of its maps of a type key (in `children`, `attachments` or
+/// `related`) taken out (`copy_to` `None`) or copied there under another key and name; `false`
+/// when it has no object to take out or copy.
+fn reshape(request: &mut Value, map: usize, object: usize, copy_to: Option<usize>) -> bool {
+    let sections = ["children", "attachments", "related"];
+    let Some(fields) = request.as_object_mut() else {
+        return false;
+    };
+    let mut maps: Vec<&mut serde_json::Map<String, Value>> = fields
+        .iter_mut()
+        .filter(|(field, _)| sections.contains(&field.as_str()))
+        .filter_map(|(_, types)| types.as_object_mut())
+        .flat_map(|types| types.values_mut().filter_map(Value::as_object_mut))
+        .filter(|objects| !objects.is_empty())
+        .collect();
+    let count = maps.len();
+    let Some(objects) = maps.get_mut(map % count.max(1)) else {
+        return false;
+    };
+    let key = objects.keys().nth(object % objects.len()).unwrap().clone();
+    let Some(to) = copy_to else {
+        objects.remove(&key);
+        return true;
+    };
+    let mut copy = objects[&key].clone();
+    // Keys are written in order: the copy's goes before, among or after the others.
+    let name = format!("{}-copy-{to}", ["0", "m", "~"][to % 3]);
+    if let Some(object_name) = copy.pointer_mut("/metadata/name") {
+        *object_name = json!(name);
+    }
+    objects.insert(name, copy);
+    true
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// A request that is the one before with objects taken out of a map of a type key or put
+    /// in, again and again (as after each sync that creates or deletes children), gets exactly
+    /// the answer, or the error, it gets when nothing is kept.
+    #[test]
+    fn a_request_with_objects_taken_out_or_put_in_is_answered_as_if_nothing_were_kept(
+        fixture in any::<proptest::sample::Index>(),
+        edits in proptest::collection::vec(
+            (0..usize::MAX, 0..usize::MAX, proptest::option::of(0..usize::MAX)),
+            1..5,
+        ),
+    ) {
+        let (id, body) = fixture.get(sync_fixtures());
+        // Written compactly, keys in order, so that an edit changes only its object's text.
+        let mut request: Value = serde_json::from_slice(body).unwrap();
+        let kept = metahooks_hooks::memo::Memo::default();
+        let _ = answer(id, &serde_json::to_vec(&request).unwrap(), &kept);
+        for (map, object, copy_to) in edits {
+            if !reshape(&mut request, map, object, copy_to) {
+                continue;
+            }
+            let changed = serde_json::to_vec(&request).unwrap();
+            let fresh = answer(id, &changed, &metahooks_hooks::memo::Memo::default());
+            prop_assert_eq!(answer(id, &changed, &kept), fresh);
+        }
+    }
+}
