@@ -1,6 +1,12 @@
 //! Writes the load-bench requests: for each sync route, requests of about 25 KB, 200 KB and
-//! 1.7 MB (objects of about 1.5 KB with managedFields), into the directory given.
-//! Uses the same generators as the criterion benches.
+//! 1.7 MB (objects of about 1.5 KB with managedFields), into the directory given. Uses the same
+//! generators as the criterion benches. Beside each, `<route>-<size>.put-in.json`: the request
+//! with an object put in, a copy of the first one of its first map of a type key that holds any,
+//! whose key and name are `@@` (`make bench-load`'s `VARY=5` and `hook_loop ... put-in` write
+//! a name that counts up there).
+
+use serde_json::value::RawValue;
+use std::collections::BTreeMap;
 
 #[path = "../hooks/benches/requests.rs"]
 mod requests;
@@ -33,7 +39,37 @@ fn main() {
             }
             let path = dir.join(format!("{route}-{label}.json"));
             std::fs::write(&path, &body).unwrap();
+            let put_in = dir.join(format!("{route}-{label}.put-in.json"));
+            std::fs::write(&put_in, with_object_put_in(&body)).unwrap();
             println!("{} {} objects {} bytes", path.display(), n, body.len());
         }
     }
+}
+
+/// `body` with a copy of the first object of its first map of a type key that holds any (in the
+/// order of the text) put first in that map, its key and `metadata.name` `@@`.
+fn with_object_put_in(body: &[u8]) -> Vec<u8> {
+    type Map<'a> = BTreeMap<&'a str, &'a RawValue>;
+    let offset = |raw: &RawValue| raw.get().as_ptr() as usize - body.as_ptr() as usize;
+    let request: Map = serde_json::from_slice(body).unwrap();
+    let maps = ["children", "related"]
+        .into_iter()
+        .filter_map(|section| request.get(section))
+        .flat_map(|types| {
+            serde_json::from_str::<Map>(types.get())
+                .unwrap()
+                .into_values()
+        });
+    let (map, first) = maps
+        .filter_map(|map| {
+            let objects: Map = serde_json::from_str(map.get()).ok()?;
+            Some((map, objects.into_values().min_by_key(|o| offset(o))?))
+        })
+        .min_by_key(|(map, _)| offset(map))
+        .expect("a request with an object");
+    let mut copy: serde_json::Value = serde_json::from_str(first.get()).unwrap();
+    copy["metadata"]["name"] = "@@".into();
+    let at = offset(map) + 1;
+    let entry = format!(r#""@@":{copy},"#);
+    [&body[..at], entry.as_bytes(), &body[at..]].concat()
 }

@@ -18,7 +18,12 @@
 # in front of it count up), as when something a hook reads changed in one object: metahooks
 # decodes that object anew into a copy of the kept request. VARY=4 makes every request differ in
 # its shape (a top-level field whose name counts up put first), as when an object was added or
-# taken out: metahooks decodes every one in full. The floors get the same requests.
+# taken out at the top level: metahooks decodes every one in full. VARY=5 makes every request
+# differ in which objects a map of a type key holds: each has an object put in, a copy of the
+# first of the first map that holds any, under a name that counts up (load_requests writes the
+# bodies with it), as when the last sync created a child and the next one sees it: metahooks
+# takes the one put in the request before out of the kept request and decodes the new one into
+# it. The floors get the same requests.
 # Each (metahooks, echo, scan, naive) set runs ROUNDS times back to back; the table gives the median
 # of each figure and the median of the per-round ratios, so that a noisy moment of a shared
 # machine moves one round, not the result. Errors are summed over the rounds.
@@ -54,8 +59,8 @@ local f = io.open(os.getenv("BODY"), "rb")
 wrk.body = f:read("*all")
 f:close()
 local vary = os.getenv("VARY") or "0"
-if vary == "1" or vary == "2" or vary == "3" or vary == "4" then
-  local head, tail
+if vary == "1" or vary == "2" or vary == "3" or vary == "4" or vary == "5" then
+  local head, middle, tail
   if vary == "1" then
     local _, at = wrk.body:find('"resourceVersion":"184467"', 1, true)
     assert(at, "VARY=1 needs a resourceVersion of 184467 in the body")
@@ -68,8 +73,16 @@ if vary == "1" or vary == "2" or vary == "3" or vary == "4" then
     local _, at = wrk.body:find('"generation":', 1, true)
     assert(at, "VARY=3 needs a generation in the body")
     head, tail = wrk.body:sub(1, at), wrk.body:sub(at + 1)
-  else
+  elseif vary == "4" then
     head, tail = '{"shape', '":0,' .. wrk.body:sub(2)
+  else
+    local f = io.open((os.getenv("BODY"):gsub("%.json$", ".put-in.json")), "rb")
+    local text = f:read("*all")
+    f:close()
+    local key = text:find("@@", 1, true)
+    local name = key and text:find("@@", key + 2, true)
+    assert(name, "VARY=5 needs a body with an object named @@ beside it")
+    head, middle, tail = text:sub(1, key - 1), text:sub(key + 2, name - 1), text:sub(name + 2)
   end
   local threads, n = 0, 0
   setup = function(thread)
@@ -78,7 +91,11 @@ if vary == "1" or vary == "2" or vary == "3" or vary == "4" then
   end
   request = function()
     n = n + 1
-    return wrk.format(nil, nil, nil, head .. string.format("%d%05d", id, n % 100000) .. tail)
+    local count = string.format("%d%05d", id, n % 100000)
+    if middle then
+      return wrk.format(nil, nil, nil, head .. count .. middle .. count .. tail)
+    end
+    return wrk.format(nil, nil, nil, head .. count .. tail)
   end
 end
 done = function(summary, latency, requests)
@@ -197,7 +214,8 @@ case "${VARY:-0}" in
   2) echo "requests: every one differs in the controller (VARY=2), which no hook reads;" ;;
   3) echo "requests: every one differs in the first object's generation (VARY=3), which the hooks decode;" ;;
   4) echo "requests: every one differs in its shape (VARY=4), so metahooks decodes every one;" ;;
-  *) echo "requests: the same body over and over, as on resyncs of a parent that has not changed (VARY=1, 2, 3 or 4 for changing ones)" ;;
+  5) echo "requests: every one has another object put in (VARY=5), spliced into the kept request;" ;;
+  *) echo "requests: the same body over and over, as on resyncs of a parent that has not changed (VARY=1 to 5 for changing ones)" ;;
 esac
 if [ "${VARY:-0}" != 0 ]; then
   echo "wrk builds each body, which lowers the echo floor it can drive: compare the CPU per request, not \"vs echo\""

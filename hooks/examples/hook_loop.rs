@@ -10,7 +10,10 @@
 //! `outside` each differs from the one before outside every object, in the controller (a
 //! generation in it), which no hook reads, so it is answered from the kept one (`VARY=2`); with
 //! `shape` each differs from the one before in its shape (a top-level field whose name counts
-//! up), so it is decoded whole and kept (`VARY=4`); with `read` each differs from the one before
+//! up), so it is decoded whole and kept (`VARY=4`); with `put-in` the file is a request with an
+//! object put in whose key and name are `@@` (as `make bench-load` writes them), and each run's
+//! request has another name there, so that each is the one before with that object taken out
+//! and another put in, spliced from it (`VARY=5`); with `read` each differs from the one before
 //! in the first object's `metadata.generation`, which the hooks decode, so it is the kept request
 //! with that object decoded anew (`VARY=3`); with `read2` each differs so in the generations of the
 //! first two objects that have one, each decoded anew when read; with `changed` every run decodes
@@ -23,7 +26,7 @@
 //! for perf; docs/BENCHMARKS.md gives the commands.
 //!
 //! Usage: hook_loop <hook id, e.g. delete-graph/sync, or floor, or scan> <request.json> <runs>
-//! [nearby | settled | outside | shape | read | read2 | changed | cold]
+//! [nearby | settled | outside | shape | put-in | read | read2 | changed | cold]
 
 use metahooks_hooks::memo::Memo;
 use metahooks_hooks::registry::{find, HookContext};
@@ -42,6 +45,8 @@ enum Memos {
     Outside,
     /// One set, each run's request with another top-level field than the one before.
     Shape,
+    /// One set, each run's request with another name for the object put in.
+    PutIn,
     /// One set, each run's request another generation of the first object away from the one
     /// before.
     Read,
@@ -56,6 +61,15 @@ enum Memos {
 /// The request of run `run` (under 1,000), as `memos` has it differ from `body`.
 fn request_of(body: &[u8], run: usize, memos: &Memos) -> Result<Vec<u8>, String> {
     let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
+    if *memos == Memos::PutIn {
+        if !text.contains("@@") {
+            return Err("the request has no object named @@".into());
+        }
+        // Its key and its name, the first two.
+        return Ok(text
+            .replacen("@@", &format!("put-in-{run:03}"), 2)
+            .into_bytes());
+    }
     let (marker, insert) = match memos {
         Memos::Nearby => (r#""resourceVersion":""#, format!("{run:03}")),
         Memos::Settled if run > 0 => (r#""resourceVersion":""#, "1".to_owned()),
@@ -90,6 +104,7 @@ fn main() -> Result<(), String> {
         [id, path, runs, memos] if memos == "settled" => (id, path, runs, Memos::Settled),
         [id, path, runs, memos] if memos == "outside" => (id, path, runs, Memos::Outside),
         [id, path, runs, memos] if memos == "shape" => (id, path, runs, Memos::Shape),
+        [id, path, runs, memos] if memos == "put-in" => (id, path, runs, Memos::PutIn),
         [id, path, runs, memos] if memos == "read" => (id, path, runs, Memos::Read),
         [id, path, runs, memos] if memos == "read2" => (id, path, runs, Memos::Read2),
         [id, path, runs, memos] if memos == "changed" => (id, path, runs, Memos::Changed),
@@ -97,7 +112,7 @@ fn main() -> Result<(), String> {
         _ => {
             return Err(
                 "usage: hook_loop <hook id | floor | scan> <request.json> <runs> \
-                 [nearby | settled | outside | shape | read | read2 | changed | cold]"
+                 [nearby | settled | outside | shape | put-in | read | read2 | changed | cold]"
                     .into(),
             )
         }
