@@ -678,6 +678,20 @@ pub fn spliced<'a, T: Deserialize<'a> + Named>(
     kept: &mut Vec<T>,
     slots: &[Slot<'a>],
 ) -> Option<()> {
+    // Each object kept where it was: those decoded anew put in place.
+    let in_place = slots.len() == kept.len()
+        && slots.iter().enumerate().all(|(at, slot)| match *slot {
+            Slot::Kept(kept) => kept == at,
+            Slot::New(_) => true,
+        });
+    if in_place {
+        for (object, slot) in kept.iter_mut().zip(slots) {
+            if let Slot::New(text) = slot {
+                *object = text.decode()?;
+            }
+        }
+        return Some(());
+    }
     let mut old: Vec<Option<T>> = std::mem::take(kept).into_iter().map(Some).collect();
     *kept = slots
         .iter()
