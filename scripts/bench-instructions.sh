@@ -10,8 +10,11 @@
 # then warm, as on a resync) are left out. "read" counts requests that each differ from the last
 # in the first object's generation, which the hooks decode, so that each is the kept request with
 # that object decoded anew (`hook_loop ... read`; the count includes making each request, a copy
-# of the body); "changed" counts the same request decoded whole on every sync, as when it changed
-# in its shape, but not in the spec or the certificates (`hook_loop ... changed`).
+# of the body); "put in" counts requests that each have another object put in a map of a type
+# key, so that each is the kept request with the object put in before taken out and the new one
+# decoded into it (`hook_loop ... put-in` on the body load_requests writes with it); "changed"
+# counts the same request decoded whole on every sync, as when it changed at the top level of its
+# shape, but not in the spec or the certificates (`hook_loop ... changed`).
 # Instructions are not time: cache misses and system calls are not in them, and SHA-256 (the
 # leaf memo's key) runs without the CPU's SHA instructions under valgrind, so it weighs more here
 # than in time. Prints a markdown table.
@@ -26,12 +29,12 @@ cargo build --release --quiet -p metahooks-hooks --example hook_loop
 cargo build --release --quiet --example load_requests
 ./target/release/examples/load_requests "$OUT" >&2
 
-count() { # id body runs [read | changed] -> instructions
+count() { # id body runs [read | put-in | changed] -> instructions
   valgrind --tool=callgrind --callgrind-out-file=/dev/null \
     ./target/release/examples/hook_loop "$@" 2>&1 >/dev/null |
     awk '/ refs:/ {gsub(",", "", $NF); print $NF}'
 }
-per_request() { # id body [read | changed] -> instructions of one more request
+per_request() { # id body [read | put-in | changed] -> instructions of one more request
   local two more
   two=$(count "$1" "$2" 2 "${@:3}")
   more=$(count "$1" "$2" $((RUNS + 2)) "${@:3}")
@@ -39,18 +42,19 @@ per_request() { # id body [read | changed] -> instructions of one more request
 }
 ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
 
-echo "| route | size | hook instructions | read | changed | floor instructions | hook/floor | read/floor | changed/floor | scan instructions | changed/scan |"
-echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| route | size | hook instructions | read | put in | changed | floor instructions | hook/floor | read/floor | put in/floor | changed/floor | scan instructions | changed/scan |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for route in $ROUTES; do
   for size in $SIZES; do
     body="$OUT/$route-$size.json"
     hook=$(per_request "$route/sync" "$body")
     read=$(per_request "$route/sync" "$body" read)
+    put_in=$(per_request "$route/sync" "$OUT/$route-$size.put-in.json" put-in)
     changed=$(per_request "$route/sync" "$body" changed)
     floor=$(per_request floor "$body")
     scan=$(per_request scan "$body")
-    echo "| $route/sync | $size | $hook | $read | $changed | $floor | $(ratio "$hook" "$floor") |" \
-      "$(ratio "$read" "$floor") | $(ratio "$changed" "$floor") | $scan |" \
+    echo "| $route/sync | $size | $hook | $read | $put_in | $changed | $floor | $(ratio "$hook" "$floor") |" \
+      "$(ratio "$read" "$floor") | $(ratio "$put_in" "$floor") | $(ratio "$changed" "$floor") | $scan |" \
       "$(ratio "$changed" "$scan") |"
   done
 done

@@ -27,7 +27,7 @@ pub struct Memo {
 
 impl Memo {
     /// Memos that keep no decoded request, so that every request is decoded whole, as when each
-    /// changed in its shape or in `finalizing` (but not in the spec or the certificates):
+    /// changed at the top level or in `finalizing` (but not in the spec or the certificates):
     /// for the benches and `hook_loop`.
     pub fn keeping_no_requests() -> Self {
         Memo {
@@ -345,8 +345,12 @@ pub(crate) use decoded_request;
 /// then restarts the controller and syncs every parent), each parent's next request differs
 /// from its last in the `controller`, which no hook reads. Such a request is answered from the
 /// kept one when each of those objects' two texts, and each top-level field's, decode to equal
-/// values ([`ObjectWise`]); it is looked for among the [`Self::NEARBY`] most recently used. When objects decode differently, the request is the kept
-/// one with those decoded anew ([`Splice`]). Any other request is decoded whole. Each is kept.
+/// values ([`ObjectWise`]); it is looked for among the [`Self::NEARBY`] most recently used.
+/// When objects decode differently, the request is the kept one with those decoded anew
+/// ([`Splice`]). After a sync that creates or deletes a child, the next request has that child
+/// put in or taken out: when a request differs from a kept one only in which objects one map
+/// of a type key holds, it is the kept one with the objects of that type key spliced too. Any
+/// other request is decoded whole. Each is kept.
 ///
 /// Bounded: the [`Self::CAPACITY`] most recently used, and [`Self::BYTES`] between them, each
 /// counted as twice its text (decoding keeps 0.26-0.66 times the text beside it on the load

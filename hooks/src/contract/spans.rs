@@ -1,5 +1,5 @@
 //! Where each object of a sync request lies in its text, whether two texts of one object (or of
-//! a top-level field) decode the same, and the request with one object decoded anew. With these,
+//! a top-level field) decode the same, and the request with objects decoded anew. With these,
 //! a request that differs from a kept one only inside objects, and there only in what the hook
 //! does not decode (a `resourceVersion`, `managedFields`, a status field no hook reads), or in
 //! the `controller`, which no hook reads, is answered from the kept request, and one that
@@ -16,6 +16,13 @@
 //! value decodes differently or is the value of a top-level field that holds no objects (the
 //! `controller`). When several values differ, with every byte between them the same
 //! ([`ObjectSpans::changes`]), all of this holds value by value.
+//!
+//! A request that differs from a kept one only in which objects one map of a type key holds
+//! (some taken out, others put in their place, none or more of either) is found the same way
+//! ([`ObjectSpans::reshape`]): the bytes between the objects that stay are, in the new body, a
+//! run of the map's entries, each value one JSON value, so the new body is JSON wherever the
+//! old one was, and decodes to the old request with that type key's objects those of the run
+//! in place of those taken out (see [`spliced`]).
 
 use super::{named, CompositeRequest, DecoratorRequest, Named, ObjectMap};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -640,7 +647,7 @@ pub trait ObjectWise<'a> {
     /// The request's fields that hold objects.
     const SECTIONS: Sections;
     /// Whether the text `new` of the `ordinal`th object of `section` and `type_key` (counted
-    /// as for [`Self::replace_object`]) decodes to that object ([`decodes_as`]); `None` if it
+    /// as for [`Self::splice_group`]) decodes to that object ([`decodes_as`]); `None` if it
     /// does not decode or there is no such object.
     fn same_object(
         &self,
