@@ -712,9 +712,10 @@ impl<R: DecodedRequest> KeptRequest<R> {
                 let (section, type_key, ordinal) = kept.reshaped_group(reshape);
                 let g = group(&mut groups, section, type_key);
                 let put_in = (removed.start..removed.start + inserted).map(Place::Body);
-                let places = &mut groups[g].places;
-                places.get(ordinal..ordinal + removed.len())?;
-                places.splice(ordinal..ordinal + removed.len(), put_in);
+                let (places, taken_out) = (&mut groups[g].places, ordinal..ordinal + removed.len());
+                // Out of the group's bounds, no splice (`Vec::splice` would panic).
+                places.get(taken_out.clone())?;
+                places.splice(taken_out, put_in);
             }
         }
         let mut places: Vec<usize> = groups
