@@ -249,7 +249,7 @@ impl ObjectSpans {
         let map = self
             .maps
             .iter()
-            .position(|m| m.open < start && kept_end <= m.close)?;
+            .position(|m| start > m.open && kept_end <= m.close)?;
         let MapSpan { open, close, .. } = self.maps[map];
         let objects = &self.values[self.maps[map].objects.clone()];
         let base = self.maps[map].objects.start;
@@ -972,9 +972,10 @@ mod tests {
         let w = "\"w\": {\n          \"c\": 0\n        },\n";
         let reshaped = reshape(&pretty, "\"x\": {", &format!("{w}          \"x\": {{"));
         assert_eq!(reshaped, some(&[], &["{\n          \"c\": 0\n        }"]));
-        // Not one map's entries: across two maps, outside every map, not JSON there, in a
-        // map not looked for.
+        // Not one map's entries: across two maps, outside every map, not JSON there, the map's
+        // own brace, in a map not looked for.
         for (was, now) in [
+            (r#""A.v1":{"x""#, r#""A.v1":["x""#.to_owned()),
             (r#"{"c":2}},"B.v1":{}"#, r#"{"c":2},"B.v1":{}}"#.to_owned()),
             (r#""g":1"#, r#""g":1,"h":2"#.to_owned()),
             (x, r#""w":{"c":0} "x":{"c":1}"#.to_owned()),
