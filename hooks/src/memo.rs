@@ -552,16 +552,15 @@ enum Nearby {
     /// It decodes to the kept request: it differs from it only in these values, each given
     /// as where it is in the kept request's bytes and where in the request's.
     Same(Vec<(Range<usize>, Range<usize>)>),
-    /// It differs from the kept request only inside values of its spans, each one JSON value
-    /// in it too, and decodes differently.
+    /// It differs from the kept request inside values of its spans, each one JSON value in it
+    /// too, or in which objects a map of a type key holds, or both, and decodes differently.
     Moved(Moved),
-    /// It differs from the kept request in which objects a map of a type key holds.
-    Reshaped(Reshape),
     /// Anything else.
     Apart,
 }
 
-/// How a request that differs from a kept one inside values of its spans decodes differently.
+/// How a request that differs from a kept one inside values of its spans, or in a map's
+/// objects after them, decodes differently.
 struct Moved {
     /// Every value that differs, in the order of the text.
     changes: Vec<Change>,
@@ -569,6 +568,9 @@ struct Moved {
     objects: Vec<usize>,
     /// Whether a top-level field's value decodes differently (`finalizing`).
     field: bool,
+    /// The objects taken out of a map and put in, after every value that differs (in the
+    /// spans moved by those).
+    reshape: Option<Reshape>,
 }
 
 impl<R: DecodedRequest> KeptRequest<R> {
@@ -594,21 +596,53 @@ impl<R: DecodedRequest> KeptRequest<R> {
             return Nearby::Apart;
         };
         // A change that is not one inside values that decode (it may be one at a value's
-        // end, after it) may be one in which objects a map holds.
+        // end, after it) may be one in which objects a map holds, alone or after values that
+        // differ (the parent's status written back, and a child the sync created).
         let inside = spans.changes(kept, body, differ);
         inside
-            .and_then(|changes| self.compare_values(body, spans, changes))
-            .or_else(|| spans.reshape(body, differ).map(Nearby::Reshaped))
+            .and_then(|changes| self.compare_values(body, spans, changes, None))
+            .or_else(|| {
+                let reshape = spans.reshape(body, differ)?;
+                self.compare_values(body, spans, Vec::new(), Some(reshape))
+            })
+            .or_else(|| self.compare_reshaped_after(body, spans, differ))
             .unwrap_or(Nearby::Apart)
     }
 
+    /// How `body` compares with this request when values of `spans` differ, and after them
+    /// which objects a map holds.
+    fn compare_reshaped_after(
+        &self,
+        body: &[u8],
+        spans: &ObjectSpans,
+        differ: (usize, usize, usize),
+    ) -> Option<Nearby> {
+        let kept = self.decoded.bytes();
+        let (changes, after) = spans.changes_before(kept, body, differ)?;
+        // The kept bytes with those values as `body` has them: where it and `body` differ.
+        let moved = spans.moved(&changes);
+        let shift: isize = changes.iter().map(|c| c.grown).sum();
+        let (kept_rest, rest) = (
+            &kept[after..],
+            body.get(after.checked_add_signed(shift)?..)?,
+        );
+        let alike = common_prefix(kept_rest, rest);
+        let suffix = common_suffix(&kept_rest[alike..], &rest[alike..]);
+        let start = body.len() - rest.len() + alike;
+        let moved_len = kept.len().checked_add_signed(shift)?;
+        let reshape = moved.reshape(body, (start, moved_len - suffix, body.len() - suffix))?;
+        self.compare_values(body, spans, changes, Some(reshape))
+    }
+
     /// How `body` compares with this request, when it differs from it only inside the
-    /// values `changes` of `spans` (this request's); `None` when one of them does not decode.
+    /// values `changes` of `spans` (this request's), and in `reshape` after them; `None` when
+    /// one of those values does not decode.
     fn compare_values(
         &self,
         body: &[u8],
         spans: &ObjectSpans,
         changes: Vec<Change>,
+        reshape: Option<Reshape>,
     ) -> Option<Nearby> {
         let (mut values, mut objects, mut field) = (Vec::new(), Vec::new(), false);
         // Where the values start in `body`: moved by the change of length of those before.
@@ -632,33 +666,35 @@ impl<R: DecodedRequest> KeptRequest<R> {
                 objects.push(change.at);
             }
         }
-        if objects.is_empty() && !field {
+        if objects.is_empty() && !field && reshape.is_none() {
             return Some(Nearby::Same(values));
         }
         Some(Nearby::Moved(Moved {
             changes,
             objects,
             field,
+            reshape,
         }))
     }
 
     /// The request of `body`, which is `nearby` this one, when it can be spliced from this
     /// one, and where the objects of `body` are.
     fn spliced(&self, body: &[u8], nearby: Nearby) -> (Option<R>, Option<ObjectSpans>) {
-        let Some(kept) = self.spans() else {
+        let (Some(kept), Nearby::Moved(moved)) = (self.spans(), nearby) else {
             return (None, None);
         };
-        let (spans, edit) = match &nearby {
-            Nearby::Moved(moved) => {
-                let spans = kept.moved(&moved.changes);
-                // A top-level field read by the hook (`finalizing`) is not spliced.
-                if moved.field {
-                    return (None, Some(spans));
-                }
-                (spans, Edit::Objects(&moved.objects))
-            }
-            Nearby::Reshaped(reshape) => (kept.reshaped(reshape), Edit::Reshape(reshape)),
-            Nearby::Same(_) | Nearby::Apart => return (None, None),
+        let spans = match &moved.reshape {
+            Some(reshape) if moved.changes.is_empty() => kept.reshaped(reshape),
+            Some(reshape) => kept.moved(&moved.changes).reshaped(reshape),
+            None => kept.moved(&moved.changes),
+        };
+        // A top-level field read by the hook (`finalizing`) is not spliced.
+        if moved.field {
+            return (None, Some(spans));
+        }
+        let edit = Edit {
+            objects: &moved.objects,
+            reshape: moved.reshape.as_ref(),
         };
         (self.splice(body, &spans, edit), Some(spans))
     }
@@ -690,33 +726,31 @@ impl<R: DecodedRequest> KeptRequest<R> {
                 groups.len() - 1
             })
         };
-        match edit {
-            Edit::Objects(changed) => {
-                for &at in changed {
-                    let (section, span, ordinal) = spans.object(at)?;
-                    let g = group(&mut groups, section, &span.key);
-                    *groups[g].places.get_mut(ordinal)? = Place::Body(at);
-                }
-            }
-            Edit::Reshape(reshape) => {
-                // The objects after those taken out move by as many places as are put in
-                // beyond those taken out.
-                let (removed, inserted) = (&reshape.removed, reshape.inserted.len());
-                for place in groups.iter_mut().flat_map(|g| &mut g.places) {
-                    if let Place::Body(at) = place {
-                        if *at >= removed.end {
-                            *at = *at - removed.len() + inserted;
-                        }
+        // The objects that differ lie before those a map takes out and puts in: their places
+        // are the same in this request's spans.
+        for &at in edit.objects {
+            let (section, span, ordinal) = kept.object(at)?;
+            let g = group(&mut groups, section, &span.key);
+            *groups[g].places.get_mut(ordinal)? = Place::Body(at);
+        }
+        if let Some(reshape) = edit.reshape {
+            // The objects after those taken out move by as many places as are put in beyond
+            // those taken out.
+            let (removed, inserted) = (&reshape.removed, reshape.inserted.len());
+            for place in groups.iter_mut().flat_map(|g| &mut g.places) {
+                if let Place::Body(at) = place {
+                    if *at >= removed.end {
+                        *at = *at - removed.len() + inserted;
                     }
                 }
-                let (section, type_key, ordinal) = kept.reshaped_group(reshape);
-                let g = group(&mut groups, section, type_key);
-                let put_in = (removed.start..removed.start + inserted).map(Place::Body);
-                let (places, taken_out) = (&mut groups[g].places, ordinal..ordinal + removed.len());
-                // Out of the group's bounds, no splice (`Vec::splice` would panic).
-                places.get(taken_out.clone())?;
-                places.splice(taken_out, put_in);
             }
+            let (section, type_key, ordinal) = kept.reshaped_group(reshape);
+            let g = group(&mut groups, section, type_key);
+            let put_in = (removed.start..removed.start + inserted).map(Place::Body);
+            let (places, taken_out) = (&mut groups[g].places, ordinal..ordinal + removed.len());
+            // Out of the group's bounds, no splice (`Vec::splice` would panic).
+            places.get(taken_out.clone())?;
+            places.splice(taken_out, put_in);
         }
         let mut places: Vec<usize> = groups
             .iter()
@@ -755,11 +789,11 @@ impl<R: DecodedRequest> KeptRequest<R> {
 }
 
 /// How a body differs from the kept request it is spliced from.
-enum Edit<'e> {
-    /// Inside the objects at these places of both.
-    Objects(&'e [usize]),
-    /// In the objects one map of a type key holds.
-    Reshape(&'e Reshape),
+struct Edit<'e> {
+    /// The places of the objects that decode differently (the same in both).
+    objects: &'e [usize],
+    /// The objects a map takes out and puts in, after those.
+    reshape: Option<&'e Reshape>,
 }
 
 /// Where `a` and `b` differ: the length of their common prefix, then the ends in each of what
@@ -1227,6 +1261,24 @@ mod tests {
                 Some(places)
             );
         }
+        // The parent changed, longer, and a child put in after it, in one request (as the
+        // parent's status written back after the sync that created the child): spliced from
+        // the first, with both decoded anew (a controller no hook reads makes them less than
+        // half the body).
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let pad = format!(r#"{{"controller":{{"pad":"{}"}},"parent""#, "p".repeat(300));
+        let body = String::from_utf8(request(("x", 1), ("y", 1))).unwrap();
+        let body = body.replace(r#"{"parent""#, &pad);
+        specs(&memo, body.as_bytes());
+        let first = decoded_of(&memo, body.as_bytes());
+        let both = body
+            .replace(r#""namespace":"n""#, r#""namespace":"nn""#)
+            .replace(r#","b":{"#, &format!(",{c},\"b\":{{"));
+        assert_eq!(specs(&memo, both.as_bytes()).0, ["x", "z", "y"]);
+        assert_eq!(
+            spliced(&memo, both.as_bytes(), &first).as_deref(),
+            Some([1, 3].as_slice())
+        );
         // A child put in that does not decode: the decoder's error.
         let unnamed = none.replace(r#""T.v1":{}"#, r#""T.v1":{"d":{"spec":"v"}}"#);
         let plain = crate::contract::decode::<Specs>(unnamed.as_bytes()).unwrap_err();
@@ -1477,8 +1529,9 @@ mod tests {
         Some([&body[..at], text.as_bytes(), &body[at..]].concat())
     }
 
-    /// An edit of [`edited_in_turn`]: an entry of a map (0: taken out, 1: copied to a place)
-    /// or a byte (2), as [`reshaped`] and [`edited`] take them.
+    /// An edit of [`edited_in_turn`]: an entry of a map (0: taken out, 1: copied to a place),
+    /// a byte (2), or an entry copied and a byte edited (3), as [`reshaped`] and [`edited`]
+    /// take them.
     type Step = (u8, usize, usize, (usize, u8, u8));
 
     /// A fixture edited a few times in turn (an entry taken out or copied, or a byte edited),
@@ -1494,7 +1547,9 @@ mod tests {
             let next = match kind {
                 0 => reshaped(&body, map, entry, None),
                 1 => reshaped(&body, map, entry, Some(byte.0)),
-                _ => Some(edited(&body, byte.0, byte.1, byte.2)),
+                2 => Some(edited(&body, byte.0, byte.1, byte.2)),
+                _ => reshaped(&body, map, entry, Some(byte.0))
+                    .map(|copied| edited(&copied, byte.0, byte.1, byte.2)),
             };
             let Some(next) = next else { continue };
             kept = match checked(kept, &next) {
@@ -1515,14 +1570,14 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
 
         /// A request with objects taken out of a map of a type key or put in, in turn with
-        /// other edits, each checked as above: its spans are those found afresh, and its
+        /// other edits or with one at once, each checked as above: its spans are those found afresh, and its
         /// splice is the request decoded whole.
         #[test]
         fn reshaped_spans_and_splices_are_what_decoding_finds(
             which in 0..4usize,
             edits in proptest::collection::vec(
                 (
-                    0..3u8,
+                    0..4u8,
                     0..usize::MAX,
                     0..usize::MAX,
                     (0..usize::MAX, 0..3u8, proptest::sample::select(EDIT_BYTES.to_vec())),

@@ -613,13 +613,14 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
     /// A request that is the one before with objects taken out of a map of a type key or put
-    /// in, again and again (as after each sync that creates or deletes children), gets exactly
-    /// the answer, or the error, it gets when nothing is kept.
+    /// in, again and again (as after each sync that creates or deletes children), with the
+    /// parent changed too or not, gets exactly the answer, or the error, it gets when nothing
+    /// is kept.
     #[test]
     fn a_request_with_objects_taken_out_or_put_in_is_answered_as_if_nothing_were_kept(
         fixture in any::<proptest::sample::Index>(),
         edits in proptest::collection::vec(
-            (0..usize::MAX, 0..usize::MAX, proptest::option::of(0..usize::MAX)),
+            (0..usize::MAX, 0..usize::MAX, proptest::option::of(0..usize::MAX), any::<bool>()),
             1..5,
         ),
     ) {
@@ -628,9 +629,18 @@ proptest! {
         let mut request: Value = serde_json::from_slice(body).unwrap();
         let kept = metahooks_hooks::memo::Memo::default();
         let _ = answer(id, &serde_json::to_vec(&request).unwrap(), &kept);
-        for (map, object, copy_to) in edits {
+        for (step, (map, object, copy_to, parent)) in edits.into_iter().enumerate() {
             if !reshape(&mut request, map, object, copy_to) {
                 continue;
+            }
+            // Written before `related` (the keys are in order), as Metacontroller writes the
+            // parent before the objects.
+            let metadata = request.pointer_mut("/parent/metadata").and_then(Value::as_object_mut);
+            if let Some(metadata) = metadata.filter(|_| parent) {
+                let annotations = metadata.entry("annotations").or_insert_with(|| json!({}));
+                if let Some(annotations) = annotations.as_object_mut() {
+                    annotations.insert("metahooks.dev/step".into(), json!(step.to_string()));
+                }
             }
             let changed = serde_json::to_vec(&request).unwrap();
             let fresh = answer(id, &changed, &metahooks_hooks::memo::Memo::default());

@@ -158,11 +158,41 @@ impl ObjectSpans {
         &self,
         kept: &[u8],
         body: &[u8],
-        (start, kept_end, body_end): (usize, usize, usize),
+        differing: (usize, usize, usize),
     ) -> Option<Vec<Change>> {
+        match self.walk(kept, body, differing)? {
+            (changes, None) => Some(changes),
+            (_, Some(_)) => None,
+        }
+    }
+
+    /// The values of `kept` that differ in `body` as [`Self::changes`] finds them, when the
+    /// bytes after the last of them differ too: those changes, and where in `kept` the bytes
+    /// after them are first other than in `body` (moved by the changes). `None` when nothing
+    /// else differs, or no value does.
+    pub fn changes_before(
+        &self,
+        kept: &[u8],
+        body: &[u8],
+        differing: (usize, usize, usize),
+    ) -> Option<(Vec<Change>, usize)> {
+        match self.walk(kept, body, differing)? {
+            (changes, Some(at)) if !changes.is_empty() => Some((changes, at)),
+            _ => None,
+        }
+    }
+
+    /// The values that differ, walked from the first; with `Some` where the bytes after a value
+    /// first differ, when they do before the common suffix or the rest is not that suffix.
+    fn walk(
+        &self,
+        kept: &[u8],
+        body: &[u8],
+        (start, kept_end, body_end): (usize, usize, usize),
+    ) -> Option<(Vec<Change>, Option<usize>)> {
         if let Some((at, _)) = self.containing(start, kept_end) {
             let grown = body_end as isize - kept_end as isize;
-            return Some(vec![Change { at, grown }]);
+            return Some((vec![Change { at, grown }], None));
         }
         let first = self.containing(start, start)?.0;
         let mut changes = Vec::new();
@@ -177,13 +207,19 @@ impl ObjectSpans {
             }
             let end = span.end.checked_add_signed(shift)?;
             if kept_end <= span.end {
-                // The rest of both bodies is their common suffix.
+                // The rest of both bodies is their common suffix, or they differ after this
+                // value (the suffix found first may hold bytes of what was put in after it).
                 let rest = body.len().checked_sub(end)?;
-                return (end >= body_end && rest == kept.len() - span.end).then_some(changes);
+                let suffix = end >= body_end && rest == kept.len() - span.end;
+                return Some((changes, (!suffix).then_some(span.end)));
             }
-            let between = &kept[span.end..self.values.get(at + 1)?.start];
+            let next = self
+                .values
+                .get(at + 1)
+                .map_or(kept.len(), |next| next.start);
+            let between = &kept[span.end..next];
             if body.get(end..end + between.len()) != Some(between) {
-                return None;
+                return Some((changes, Some(span.end)));
             }
         }
         None
