@@ -683,10 +683,10 @@ impl<R: DecodedRequest> KeptRequest<R> {
         let (Some(kept), Nearby::Moved(moved)) = (self.spans(), nearby) else {
             return (None, None);
         };
+        let moved_spans = kept.moved(&moved.changes);
         let spans = match &moved.reshape {
-            Some(reshape) if moved.changes.is_empty() => kept.reshaped(reshape),
-            Some(reshape) => kept.moved(&moved.changes).reshaped(reshape),
-            None => kept.moved(&moved.changes),
+            Some(reshape) => moved_spans.reshaped(reshape),
+            None => moved_spans,
         };
         // A top-level field read by the hook (`finalizing`) is not spliced.
         if moved.field {

@@ -169,7 +169,8 @@ impl ObjectSpans {
     /// The values of `kept` that differ in `body` as [`Self::changes`] finds them, when the
     /// bytes after the last of them differ too: those changes, and where in `kept` the bytes
     /// after them are first other than in `body` (moved by the changes). `None` when nothing
-    /// else differs, or no value does.
+    /// else differs, or no value does (the walk starts at the value the first byte that
+    /// differs is in, and counts it changed).
     pub fn changes_before(
         &self,
         kept: &[u8],
@@ -177,8 +178,8 @@ impl ObjectSpans {
         differing: (usize, usize, usize),
     ) -> Option<(Vec<Change>, usize)> {
         match self.walk(kept, body, differing)? {
-            (changes, Some(at)) if !changes.is_empty() => Some((changes, at)),
-            _ => None,
+            (changes, Some(at)) => Some((changes, at)),
+            (_, None) => None,
         }
     }
 
