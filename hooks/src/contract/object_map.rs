@@ -114,7 +114,7 @@ impl<'de, T: Deserialize<'de> + Named> Visitor<'de> for ObjectsVisitor<T> {
 }
 
 /// One object of a map, decoded with [`named`] so that an error names the object's key.
-struct NamedSeed<T>(PhantomData<T>);
+pub(super) struct NamedSeed<T>(pub(super) PhantomData<T>);
 
 impl<'de, T: Deserialize<'de> + Named> DeserializeSeed<'de> for NamedSeed<T> {
     type Value = T;

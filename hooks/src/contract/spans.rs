@@ -24,7 +24,8 @@
 //! old one was, and decodes to the old request with that type key's objects those of the run
 //! in place of those taken out (see [`spliced`]).
 
-use super::{named, CompositeRequest, DecoratorRequest, Named, ObjectMap};
+use super::object_map::NamedSeed;
+use super::{CompositeRequest, DecoratorRequest, Named, ObjectMap, Text};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -304,7 +305,7 @@ impl ObjectSpans {
         let tail = if after == objects.len() { "}" } else { "null}" };
         let entries = format!("[[{lead}{text}{tail}]]");
         let mut de = serde_json::Deserializer::from_str(&entries);
-        let mut values = Entries(2).deserialize(&mut de).ok()?;
+        let mut values = Unwrap(2, MapValues).deserialize(&mut de).ok()?;
         de.end().ok()?;
         // Where each value is in `text`, without those that stand in.
         let offset = entries.as_ptr() as usize + 2 + lead.len();
@@ -514,7 +515,8 @@ impl<'de> Visitor<'de> for ObjectMapSpans<'_, '_, '_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let Some(type_key) = self.type_key else {
-            while let Some(Key(key)) = map.next_key()? {
+            // A key borrowed from the text (written without an escape) says where it is.
+            while let Some(Text(key)) = map.next_key()? {
                 let type_key = Arc::from(&*key);
                 let first = self.top.spans.values.len();
                 map.next_value_seed(ObjectMapSpans {
@@ -536,48 +538,22 @@ impl<'de> Visitor<'de> for ObjectMapSpans<'_, '_, '_> {
     }
 }
 
-/// A map's key, borrowed from the text when it is written without an escape.
-struct Key<'de>(Cow<'de, str>);
+/// The values of a map's entries, in order.
+struct MapValues;
 
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_str(KeyVisitor)
+impl<'de> DeserializeSeed<'de> for MapValues {
+    type Value = Vec<&'de RawValue>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
     }
 }
 
-struct KeyVisitor;
-
-impl<'de> Visitor<'de> for KeyVisitor {
-    type Value = Key<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a key")
-    }
-    fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Borrowed(key)))
-    }
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Owned(key.to_owned())))
-    }
-}
-
-/// The values of a map's entries, inside `.0` arrays of one value each.
-struct Entries(usize);
-
-impl<'de> Visitor<'de> for Entries {
+impl<'de> Visitor<'de> for MapValues {
     type Value = Vec<&'de RawValue>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("map entries")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let values = seq
-            .next_element_seed(Entries(self.0 - 1))?
-            .ok_or_else(|| de::Error::invalid_length(0, &self))?;
-        match seq.next_element::<IgnoredAny>()? {
-            None => Ok(values),
-            Some(_) => Err(de::Error::invalid_length(2, &self)),
-        }
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut values = Vec::new();
@@ -585,17 +561,6 @@ impl<'de> Visitor<'de> for Entries {
             values.push(map.next_value()?);
         }
         Ok(values)
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for Entries {
-    type Value = Vec<&'de RawValue>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        match self.0 {
-            0 => d.deserialize_map(self),
-            _ => d.deserialize_seq(self),
-        }
     }
 }
 
@@ -616,11 +581,11 @@ impl Nested {
         Nested { text, depth }
     }
 
-    /// The object decoded as its request decodes it (with [`named`]); `None` if it does not
-    /// decode, or is not one JSON value.
+    /// The object decoded as its request decodes it (with [`super::named`]); `None` if it does
+    /// not decode, or is not one JSON value.
     pub fn decode<'a, T: Deserialize<'a> + Named>(&'a self) -> Option<T> {
         let mut de = serde_json::Deserializer::from_str(&self.text);
-        let value = Unwrap::<T>(self.depth, PhantomData)
+        let value = Unwrap(self.depth, NamedSeed(PhantomData))
             .deserialize(&mut de)
             .ok()?;
         de.end().ok()?;
@@ -646,37 +611,39 @@ where
     Some(new.decode::<T>()? == *kept)
 }
 
-/// The one value inside `.0` arrays of one value each.
-struct Unwrap<T>(usize, PhantomData<T>);
+/// The value `.1` reads, inside `.0` arrays of one value each.
+struct Unwrap<S>(usize, S);
 
-impl<'de, T: Deserialize<'de> + Named> DeserializeSeed<'de> for Unwrap<T> {
-    type Value = T;
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Unwrap<S> {
+    type Value = S::Value;
 
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<S::Value, D::Error> {
         match self.0 {
-            0 => named(d),
+            0 => self.1.deserialize(d),
             _ => d.deserialize_seq(self),
         }
     }
 }
 
-impl<'de, T: Deserialize<'de> + Named> Visitor<'de> for Unwrap<T> {
-    type Value = T;
+impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for Unwrap<S> {
+    type Value = S::Value;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an array of one value")
+        f.write_str(ONE_VALUE)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
-        let inner = Unwrap::<T>(self.0 - 1, PhantomData);
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<S::Value, A::Error> {
         let value = seq
-            .next_element_seed(inner)?
-            .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+            .next_element_seed(Unwrap(self.0 - 1, self.1))?
+            .ok_or_else(|| de::Error::invalid_length(0, &ONE_VALUE))?;
         match seq.next_element::<IgnoredAny>()? {
             None => Ok(value),
-            Some(_) => Err(de::Error::invalid_length(2, &self)),
+            Some(_) => Err(de::Error::invalid_length(2, &ONE_VALUE)),
         }
     }
 }
+
+/// What [`Unwrap`] expects of each array.
+const ONE_VALUE: &str = "an array of one value";
 
 /// A request whose objects can be decoded one at a time, as the request decodes them: to tell
 /// whether an object's new text decodes to the object decoded before, or to put it in place.
