@@ -33,6 +33,7 @@ e2e:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS='-D warnings' $(CARGO) doc --workspace --no-deps
 
 fmt:
 	$(CARGO) fmt --all

@@ -152,8 +152,8 @@ impl<V> Recent<Kept<V>> {
         self.store(key, Arc::new(Kept { made_from, value }), size);
     }
 
-    /// The value made from exactly `bytes` ([`made_from`]): remembered, or made by `make` and
-    /// remembered, counting `size` against the bound. When `make` fails nothing is remembered.
+    /// The value made from exactly `bytes` (inputs joined as `made_from` joins them):
+    /// remembered, or made by `make` and remembered, counting `size` against the bound. When `make` fails nothing is remembered.
     pub fn recall_or_make<E>(
         &self,
         bytes: Vec<u8>,
