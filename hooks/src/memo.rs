@@ -6,7 +6,7 @@
 //! only inside objects whose two texts decode to equal values decodes to the kept request, and one
 //! whose objects decode differently to the kept request with those decoded anew
 //! ([`DecodedRequests`]).
-use crate::contract::{Change, Nested, ObjectSpans, ObjectWise, Reshape, Section, Slot};
+use crate::contract::{Edit, Nested, ObjectSpans, ObjectWise, Section, Slot};
 use crate::delete_graph::plan::PlanMemo;
 use crate::pki::PkiMemo;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate, RequestError};
@@ -553,24 +553,21 @@ enum Nearby {
     /// as where it is in the kept request's bytes and where in the request's.
     Same(Vec<(Range<usize>, Range<usize>)>),
     /// It differs from the kept request inside values of its spans, each one JSON value in it
-    /// too, or in which objects a map of a type key holds, or both, and decodes differently.
+    /// too, or in which objects maps of a type key hold, and decodes differently.
     Moved(Moved),
     /// Anything else.
     Apart,
 }
 
-/// How a request that differs from a kept one inside values of its spans, or in a map's
-/// objects after them, decodes differently.
+/// How a request that differs from a kept one inside values of its spans, or in which objects
+/// maps hold, decodes differently.
 struct Moved {
-    /// Every value that differs, in the order of the text.
-    changes: Vec<Change>,
+    /// Where it differs, in the order of the text.
+    edits: Vec<Edit>,
     /// The places of the objects that decode differently.
     objects: Vec<usize>,
     /// Whether a top-level field's value decodes differently (`finalizing`).
     field: bool,
-    /// The objects taken out of a map and put in, after every value that differs (in the
-    /// spans moved by those).
-    reshape: Option<Reshape>,
 }
 
 impl<R: DecodedRequest> KeptRequest<R> {
@@ -595,65 +592,46 @@ impl<R: DecodedRequest> KeptRequest<R> {
         let Some(spans) = self.spans() else {
             return Nearby::Apart;
         };
-        // A change that is not one inside values that decode (it may be one at a value's
-        // end, after it) may be one in which objects a map holds, alone or after values that
-        // differ (the parent's status written back, and a child the sync created).
-        let inside = spans.changes(kept, body, differ);
-        inside
-            .and_then(|changes| self.compare_values(body, spans, changes, None))
-            .or_else(|| {
-                let reshape = spans.reshape(body, differ)?;
-                self.compare_values(body, spans, Vec::new(), Some(reshape))
-            })
-            .or_else(|| self.compare_reshaped_after(body, spans, differ))
+        // Found quickly first, then by reading each value's new text where it ends (see
+        // `ObjectSpans::edits`).
+        let compared = |strict| {
+            let edits = spans.edits(kept, body, differ, strict)?;
+            self.compare_edits(body, spans, edits)
+        };
+        compared(false)
+            .or_else(|| compared(true))
             .unwrap_or(Nearby::Apart)
     }
 
-    /// How `body` compares with this request when values of `spans` differ, and after them
-    /// which objects a map holds.
-    fn compare_reshaped_after(
-        &self,
-        body: &[u8],
-        spans: &ObjectSpans,
-        differ: (usize, usize, usize),
-    ) -> Option<Nearby> {
-        let kept = self.decoded.bytes();
-        let (changes, after) = spans.changes_before(kept, body, differ)?;
-        // The kept bytes with those values as `body` has them: where it and `body` differ.
-        let moved = spans.moved(&changes);
-        let shift: isize = changes.iter().map(|c| c.grown).sum();
-        let (kept_rest, rest) = (
-            &kept[after..],
-            body.get(after.checked_add_signed(shift)?..)?,
-        );
-        let alike = common_prefix(kept_rest, rest);
-        let suffix = common_suffix(&kept_rest[alike..], &rest[alike..]);
-        let start = body.len() - rest.len() + alike;
-        let moved_len = kept.len().checked_add_signed(shift)?;
-        let reshape = moved.reshape(body, (start, moved_len - suffix, body.len() - suffix))?;
-        self.compare_values(body, spans, changes, Some(reshape))
-    }
-
-    /// How `body` compares with this request, when it differs from it only inside the
-    /// values `changes` of `spans` (this request's), and in `reshape` after them; `None` when
-    /// one of those values does not decode.
-    fn compare_values(
-        &self,
-        body: &[u8],
-        spans: &ObjectSpans,
-        changes: Vec<Change>,
-        reshape: Option<Reshape>,
-    ) -> Option<Nearby> {
+    /// How `body` compares with this request when it differs from it as `edits` of `spans`
+    /// (this request's) say; `None` when a value that differs does not decode, or one is of a
+    /// type key whose objects a map took out or put in before it (its place among them is
+    /// another then, and so for a second map of that type key).
+    fn compare_edits(&self, body: &[u8], spans: &ObjectSpans, edits: Vec<Edit>) -> Option<Nearby> {
         let (mut values, mut objects, mut field) = (Vec::new(), Vec::new(), false);
-        // Where the values start in `body`: moved by the change of length of those before.
+        let mut reshaped: Vec<(Section, &str)> = Vec::new();
+        // Where the values start in `body`: moved by what the edits before them grow.
         let mut shift = 0isize;
-        for change in &changes {
+        for edit in &edits {
+            let change = match edit {
+                Edit::Value(change) => change,
+                Edit::Map(reshape) => {
+                    let (section, type_key, _) = spans.reshaped_group(reshape);
+                    if reshaped.contains(&(section, type_key)) {
+                        return None;
+                    }
+                    reshaped.push((section, type_key));
+                    shift += edit.grown();
+                    continue;
+                }
+            };
             let span = spans.get(change.at)?;
-            let start = span.start.saturating_add_signed(shift);
+            let start = span.start.checked_add_signed(shift)?;
             shift += change.grown;
-            let end = span.end.saturating_add_signed(shift);
+            let end = span.end.checked_add_signed(shift)?;
             let now = std::str::from_utf8(body.get(start..end)?).ok()?;
             values.push((span.start..span.end, start..end));
+            // Borrowed for this value alone: `same_object` ties the new text's borrow to it.
             let kept = self.decoded.request();
             let Some((section, span, ordinal)) = spans.object(change.at) else {
                 // A top-level field's value: the `controller`, which no hook reads, or one
@@ -661,19 +639,21 @@ impl<R: DecodedRequest> KeptRequest<R> {
                 field |= !kept.same_field(&span.key, now)?;
                 continue;
             };
+            if reshaped.contains(&(section, &*span.key)) {
+                return None;
+            }
             let now = Nested::new(section, now);
             if !kept.same_object(section, &span.key, ordinal, &now)? {
                 objects.push(change.at);
             }
         }
-        if objects.is_empty() && !field && reshape.is_none() {
+        if objects.is_empty() && !field && reshaped.is_empty() {
             return Some(Nearby::Same(values));
         }
         Some(Nearby::Moved(Moved {
-            changes,
+            edits,
             objects,
             field,
-            reshape,
         }))
     }
 
@@ -683,28 +663,20 @@ impl<R: DecodedRequest> KeptRequest<R> {
         let (Some(kept), Nearby::Moved(moved)) = (self.spans(), nearby) else {
             return (None, None);
         };
-        let moved_spans = kept.moved(&moved.changes);
-        let spans = match &moved.reshape {
-            Some(reshape) => moved_spans.reshaped(reshape),
-            None => moved_spans,
-        };
+        let spans = kept.edited(&moved.edits);
         // A top-level field read by the hook (`finalizing`) is not spliced.
         if moved.field {
             return (None, Some(spans));
         }
-        let edit = Edit {
-            objects: &moved.objects,
-            reshape: moved.reshape.as_ref(),
-        };
-        (self.splice(body, &spans, edit), Some(spans))
+        (self.splice(body, &spans, &moved), Some(spans))
     }
 
     /// The request of `body`, whose objects are where `spans` says, and which differs from
-    /// this request as `edit` says: the request this one was spliced from (or this one) with
+    /// this request as `moved` says: the request this one was spliced from (or this one) with
     /// the groups of the objects that differ, and of those spliced before, made what they are
     /// in `body`. `None` when an object does not decode, or the texts of those decoded make up
     /// more than half the body.
-    fn splice(&self, body: &[u8], spans: &ObjectSpans, edit: Edit<'_>) -> Option<R> {
+    fn splice(&self, body: &[u8], spans: &ObjectSpans, moved: &Moved) -> Option<R> {
         let kept = self.spans()?;
         let (base, mut groups) = match self.decoded.source() {
             Source::Whole(_) => (Arc::clone(&self.decoded), Vec::new()),
@@ -726,31 +698,45 @@ impl<R: DecodedRequest> KeptRequest<R> {
                 groups.len() - 1
             })
         };
-        // The objects that differ lie before those a map takes out and puts in: their places
-        // are the same in this request's spans.
-        for &at in edit.objects {
-            let (section, span, ordinal) = kept.object(at)?;
-            let g = group(&mut groups, section, &span.key);
-            *groups[g].places.get_mut(ordinal)? = Place::Body(at);
-        }
-        if let Some(reshape) = edit.reshape {
-            // The objects after those taken out move by as many places as are put in beyond
-            // those taken out.
-            let (removed, inserted) = (&reshape.removed, reshape.inserted.len());
-            for place in groups.iter_mut().flat_map(|g| &mut g.places) {
-                if let Place::Body(at) = place {
-                    if *at >= removed.end {
-                        *at = *at - removed.len() + inserted;
+        // The edits in the order of the text; a place in this request's spans is one in
+        // `spans` moved by as many as the maps before it put in beyond what they took out.
+        let mut objects = moved.objects.iter().peekable();
+        let mut put_in = 0isize;
+        for edit in &moved.edits {
+            match edit {
+                Edit::Value(change) => {
+                    if objects.next_if(|&&at| at == change.at).is_none() {
+                        continue;
                     }
+                    let (section, span, ordinal) = kept.object(change.at)?;
+                    let g = group(&mut groups, section, &span.key);
+                    let at = change.at.checked_add_signed(put_in)?;
+                    *groups[g].places.get_mut(ordinal)? = Place::Body(at);
+                }
+                Edit::Map(reshape) => {
+                    // The objects after those taken out move by as many places as are put in
+                    // beyond those taken out.
+                    let removed = reshape.removed.start.checked_add_signed(put_in)?
+                        ..reshape.removed.end.checked_add_signed(put_in)?;
+                    let inserted = reshape.inserted.len();
+                    for place in groups.iter_mut().flat_map(|g| &mut g.places) {
+                        if let Place::Body(at) = place {
+                            if *at >= removed.end {
+                                *at = *at - removed.len() + inserted;
+                            }
+                        }
+                    }
+                    let (section, type_key, ordinal) = kept.reshaped_group(reshape);
+                    let g = group(&mut groups, section, type_key);
+                    let new = (removed.start..removed.start + inserted).map(Place::Body);
+                    let (places, taken_out) =
+                        (&mut groups[g].places, ordinal..ordinal + removed.len());
+                    // Out of the group's bounds, no splice (`Vec::splice` would panic).
+                    places.get(taken_out.clone())?;
+                    places.splice(taken_out, new);
+                    put_in += inserted as isize - removed.len() as isize;
                 }
             }
-            let (section, type_key, ordinal) = kept.reshaped_group(reshape);
-            let g = group(&mut groups, section, type_key);
-            let put_in = (removed.start..removed.start + inserted).map(Place::Body);
-            let (places, taken_out) = (&mut groups[g].places, ordinal..ordinal + removed.len());
-            // Out of the group's bounds, no splice (`Vec::splice` would panic).
-            places.get(taken_out.clone())?;
-            places.splice(taken_out, put_in);
         }
         let mut places: Vec<usize> = groups
             .iter()
@@ -788,14 +774,6 @@ impl<R: DecodedRequest> KeptRequest<R> {
     }
 }
 
-/// How a body differs from the kept request it is spliced from.
-struct Edit<'e> {
-    /// The places of the objects that decode differently (the same in both).
-    objects: &'e [usize],
-    /// The objects a map takes out and puts in, after those.
-    reshape: Option<&'e Reshape>,
-}
-
 /// Where `a` and `b` differ: the length of their common prefix, then the ends in each of what
 /// lies between it and their common suffix (which does not overlap the prefix).
 pub(crate) fn differing(a: &[u8], b: &[u8]) -> (usize, usize, usize) {
@@ -808,7 +786,7 @@ pub(crate) fn differing(a: &[u8], b: &[u8]) -> (usize, usize, usize) {
 const RUN: usize = 256;
 
 /// How many bytes `a` and `b` start with alike.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     let runs = a.chunks_exact(RUN).zip(b.chunks_exact(RUN));
     let alike = runs.take_while(|(x, y)| x == y).count() * RUN;
     alike

@@ -32,8 +32,8 @@ pub(crate) use object_map::{object_maps, other_type};
 pub use object_map::{ObjectMap, Objects};
 pub use patch::{escape_pointer, PatchOp};
 pub use spans::{
-    decodes_as, spliced, Change, GroupWise, Nested, ObjectSpan, ObjectSpans, ObjectWise, Reshape,
-    Section, Slot,
+    decodes_as, spliced, Change, Edit, GroupWise, Nested, ObjectSpan, ObjectSpans, ObjectWise,
+    Reshape, Section, Slot,
 };
 
 use crate::RequestError;

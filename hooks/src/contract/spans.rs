@@ -26,11 +26,11 @@
 
 use super::object_map::NamedSeed;
 use super::{CompositeRequest, DecoratorRequest, Named, ObjectMap, Text};
+use crate::memo::common_prefix;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
-use std::cmp::Ordering;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -94,19 +94,25 @@ struct MapSpan {
     objects: Range<usize>,
 }
 
-/// A request that differs from another only inside one map of a type key, in which some
-/// objects, one after the other, are taken out and others put in their place: see
-/// [`ObjectSpans::reshaped`].
+/// Where a body differs from the kept body of a request's spans, as those spans see it: see
+/// [`ObjectSpans::edits`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reshape {
-    /// The map, among the spans' maps.
-    map: usize,
-    /// The objects taken out, as places in the spans.
-    pub removed: Range<usize>,
-    /// Where the objects put in are in the request's text.
-    pub inserted: Vec<Range<usize>>,
-    /// How many bytes longer the request is (shorter when negative).
-    grown: isize,
+pub enum Edit {
+    /// A value whose text is another JSON value.
+    Value(Change),
+    /// Objects of a map of a type key, one after the other, taken out and others put in their
+    /// place.
+    Map(Reshape),
+}
+
+impl Edit {
+    /// How many bytes longer it makes the body (shorter when negative).
+    pub fn grown(&self) -> isize {
+        match self {
+            Edit::Value(change) => change.grown,
+            Edit::Map(reshape) => reshape.grown,
+        }
+    }
 }
 
 /// A value of a request whose text is another in a second body: its place in the spans, and how
@@ -115,6 +121,25 @@ pub struct Reshape {
 pub struct Change {
     pub at: usize,
     pub grown: isize,
+}
+
+/// Objects of a map of a type key taken out, one after the other, and others put in their place
+/// (none, one or more of either).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reshape {
+    /// The map, among the spans' maps.
+    map: usize,
+    /// The objects taken out, as places in the spans.
+    pub removed: Range<usize>,
+    /// Where the objects put in are in the new body.
+    pub inserted: Vec<Range<usize>>,
+    /// Where in the kept text the map's text is another: from the end of the last object that
+    /// stays before those taken out (or the map's `{`) to the first that stays after them (or
+    /// the map's `}`).
+    from: usize,
+    to: usize,
+    /// How many bytes longer the body is for it (shorter when negative).
+    grown: isize,
 }
 
 impl ObjectSpans {
@@ -134,14 +159,13 @@ impl ObjectSpans {
         Some(spans)
     }
 
-    /// The object or field value whose text holds the bytes `start..end`, and its place.
-    pub fn containing(&self, start: usize, end: usize) -> Option<(usize, &ObjectSpan)> {
-        let at = self
+    /// The value whose text holds the byte at `at`, by its place.
+    fn value_at(&self, at: usize) -> Option<usize> {
+        let place = self
             .values
-            .partition_point(|span| span.start <= start)
+            .partition_point(|span| span.start <= at)
             .checked_sub(1)?;
-        let span = &self.values[at];
-        (end <= span.end).then_some((at, span))
+        (at < self.values[place].end).then_some(place)
     }
 
     /// The span at `at`.
@@ -149,82 +173,138 @@ impl ObjectSpans {
         self.values.get(at)
     }
 
-    /// The values of `kept` (the body of these spans) whose texts differ in `body`, when
-    /// nothing else does: `differing` is where the two differ (from [`crate::memo`]: the end of
-    /// their common prefix, then the start of their common suffix in each). Every byte between
-    /// two values, and every value in between that did not change, must be the same in both,
-    /// and each changed value's text in `body` one JSON value (its decoding checks that again);
-    /// else `None`.
-    pub fn changes(
+    /// How `body` differs from `kept` (the body of these spans), in the order of the text:
+    /// values whose text is another JSON value there, and maps of a type key that hold other
+    /// objects (some taken out, others put in their place); `None` when it differs otherwise (in
+    /// its top-level fields, a map's own braces, or where it is not JSON). `differing` is where
+    /// the two differ ([`crate::memo::differing`]). Each edit is the value or map that holds
+    /// the first byte that differs after the edit before it, and ends where the text is the
+    /// kept one again: a map where the objects that stay begin, found by reading its entries
+    /// in `body`, and a value where its new text ends, found by reading it when `strict`, or
+    /// else, when the common suffix begins inside it, from that suffix. The suffix is quicker,
+    /// but an object put in right after a changed one shares its last bytes, and is then taken
+    /// for a part of it (which does not decode: try again with `strict`).
+    pub fn edits(
         &self,
         kept: &[u8],
         body: &[u8],
         differing: (usize, usize, usize),
-    ) -> Option<Vec<Change>> {
-        match self.walk(kept, body, differing)? {
-            (changes, None) => Some(changes),
-            (_, Some(_)) => None,
+        strict: bool,
+    ) -> Option<Vec<Edit>> {
+        let (start, kept_end, body_end) = differing;
+        let suffix = Suffix {
+            kept_end,
+            grown: body_end as isize - kept_end as isize,
+        };
+        let mut edits = Vec::new();
+        // The first byte that differs, in `kept`, and how much longer `body` is before it.
+        let (mut at, mut shift) = (start, 0isize);
+        loop {
+            let (edit, end) = match self.value_at(at) {
+                Some(place) => self.value_edit(place, body, shift, suffix, strict)?,
+                None => self.map_edit(at, kept, body, shift, suffix)?,
+            };
+            shift += edit.grown();
+            edits.push(edit);
+            // The rest of both bodies is their common suffix, or they differ after this edit.
+            if end >= kept_end && shift == suffix.grown {
+                return Some(edits);
+            }
+            let kept_rest = kept.get(end..)?;
+            let rest = body.get(end.checked_add_signed(shift)?..)?;
+            let alike = common_prefix(kept_rest, rest);
+            if alike == kept_rest.len() && alike == rest.len() {
+                return Some(edits);
+            }
+            at = end + alike;
         }
     }
 
-    /// The values of `kept` that differ in `body` as [`Self::changes`] finds them, when the
-    /// bytes after the last of them differ too: those changes, and where in `kept` the bytes
-    /// after them are first other than in `body` (moved by the changes). `None` when nothing
-    /// else differs, or no value does (the walk starts at the value the first byte that
-    /// differs is in, and counts it changed).
-    pub fn changes_before(
+    /// The value at `place` written otherwise in `body`, where the bytes before it are `shift`
+    /// bytes further on, and where the edit ends in the kept text.
+    fn value_edit(
         &self,
-        kept: &[u8],
+        place: usize,
         body: &[u8],
-        differing: (usize, usize, usize),
-    ) -> Option<(Vec<Change>, usize)> {
-        match self.walk(kept, body, differing)? {
-            (changes, Some(at)) => Some((changes, at)),
-            (_, None) => None,
-        }
+        shift: isize,
+        suffix: Suffix,
+        strict: bool,
+    ) -> Option<(Edit, usize)> {
+        let span = &self.values[place];
+        let there = span.start.checked_add_signed(shift)?;
+        let len = if !strict && suffix.kept_end <= span.end {
+            let text = body.get(there..span.end.checked_add_signed(suffix.grown)?)?;
+            // Whitespace around it would make it more than the value, which its decoding
+            // finds it to be or not.
+            if text.first().is_none_or(|&b| is_whitespace(b))
+                || text.last().is_some_and(|&b| is_whitespace(b))
+            {
+                return None;
+            }
+            text.len()
+        } else {
+            json_value_len(body.get(there..)?)?
+        };
+        let grown = len as isize - (span.end - span.start) as isize;
+        Some((Edit::Value(Change { at: place, grown }), span.end))
     }
 
-    /// The values that differ, walked from the first; with `Some` where the bytes after a value
-    /// first differ, when they do before the common suffix or the rest is not that suffix.
-    fn walk(
+    /// The map of a type key whose text holds the byte at `at` (between its objects), with
+    /// other objects in `body` (see [`Self::value_edit`]), and where the edit ends in the kept
+    /// text. The objects before `at` stay, and so do those after it that the common suffix
+    /// holds, or else, in the map's entries read from `body`, the last ones that are the kept
+    /// text.
+    fn map_edit(
         &self,
+        at: usize,
         kept: &[u8],
         body: &[u8],
-        (start, kept_end, body_end): (usize, usize, usize),
-    ) -> Option<(Vec<Change>, Option<usize>)> {
-        if let Some((at, _)) = self.containing(start, kept_end) {
-            let grown = body_end as isize - kept_end as isize;
-            return Some((vec![Change { at, grown }], None));
-        }
-        let first = self.containing(start, start)?.0;
-        let mut changes = Vec::new();
-        let mut shift = 0isize;
-        for (at, span) in self.values.iter().enumerate().skip(first) {
-            let text = &kept[span.start..span.end];
-            let there = span.start.checked_add_signed(shift)?;
-            if at == first || body.get(there..there + text.len()) != Some(text) {
-                let grown = json_value_len(body.get(there..)?)? as isize - text.len() as isize;
-                changes.push(Change { at, grown });
-                shift += grown;
+        shift: isize,
+        suffix: Suffix,
+    ) -> Option<(Edit, usize)> {
+        let place = self
+            .maps
+            .iter()
+            .position(|m| at > m.open && at <= m.close)?;
+        let map = &self.maps[place];
+        let objects = &self.values[map.objects.clone()];
+        let before = objects.partition_point(|o| o.end <= at);
+        let from = before
+            .checked_sub(1)
+            .map_or(map.open + 1, |o| objects[o].end);
+        let there = from.checked_add_signed(shift)?;
+        let (after, to, inserted, grown) = if suffix.kept_end <= map.close {
+            // The rest of the map, from the first object the suffix holds, is the suffix.
+            let after = before + objects[before..].partition_point(|o| o.start < suffix.kept_end);
+            let to = objects.get(after).map_or(map.close, |o| o.start);
+            let until = to.checked_add_signed(suffix.grown)?;
+            let (inserted, ends) = map_entries(body, there, before > 0, Some(until))?;
+            (ends == until).then_some((after, to, inserted, suffix.grown - shift))?
+        } else {
+            let (mut inserted, close) = map_entries(body, there, before > 0, None)?;
+            // The objects that stay, from the last: those whose text up to the next (or to
+            // the map's `}`) is the kept text.
+            let (mut after, mut to, mut now) = (objects.len(), map.close, close);
+            while let (true, Some(value)) = (after > before, inserted.last()) {
+                let object = &objects[after - 1];
+                if kept.get(object.start..to)? != body.get(value.start..now)? {
+                    break;
+                }
+                (after, to, now) = (after - 1, object.start, value.start);
+                inserted.pop();
             }
-            let end = span.end.checked_add_signed(shift)?;
-            if kept_end <= span.end {
-                // The rest of both bodies is their common suffix, or they differ after this
-                // value (the suffix found first may hold bytes of what was put in after it).
-                let rest = body.len().checked_sub(end)?;
-                let suffix = end >= body_end && rest == kept.len() - span.end;
-                return Some((changes, (!suffix).then_some(span.end)));
-            }
-            let next = self
-                .values
-                .get(at + 1)
-                .map_or(kept.len(), |next| next.start);
-            let between = &kept[span.end..next];
-            if body.get(end..end + between.len()) != Some(between) {
-                return Some((changes, Some(span.end)));
-            }
-        }
-        None
+            (after, to, inserted, now as isize - to as isize - shift)
+        };
+        let base = map.objects.start;
+        let reshape = Reshape {
+            map: place,
+            removed: base + before..base + after,
+            inserted,
+            from,
+            to,
+            grown,
+        };
+        Some((Edit::Map(reshape), to))
     }
 
     /// The object at `at`, with its place among the objects of its section and type key (as
@@ -243,136 +323,81 @@ impl ObjectSpans {
             .count()
     }
 
-    /// The spans of a body that differs from this one's only inside the values `changes` (in
-    /// the order of the text), whose texts there are one JSON value each.
-    pub fn moved(&self, changes: &[Change]) -> Self {
-        let mut values = self.values.clone();
-        let mut changes = changes.iter().peekable();
-        let mut shift = 0isize;
-        // How much each value's end moves.
-        let mut shifts = Vec::with_capacity(values.len());
-        for (at, span) in values.iter_mut().enumerate() {
-            span.start = span.start.saturating_add_signed(shift);
-            if let Some(change) = changes.next_if(|c| c.at == at) {
-                shift += change.grown;
-            }
-            span.end = span.end.saturating_add_signed(shift);
-            shifts.push(shift);
-        }
-        // A map's braces move as the ends of the values before them do.
-        let moved_by = |objects: usize| objects.checked_sub(1).map_or(0, |at| shifts[at]);
-        let maps = self
-            .maps
+    /// The spans of the body that differs from this one's (the kept body) as `edits` say.
+    pub fn edited(&self, edits: &[Edit]) -> Self {
+        // Where each edit is in the kept text, and what it and those before it grow the text.
+        let mut shift = 0;
+        let edges: Vec<(Range<usize>, isize)> = edits
             .iter()
-            .map(|map| MapSpan {
-                open: map.open.saturating_add_signed(moved_by(map.objects.start)),
-                close: map.close.saturating_add_signed(moved_by(map.objects.end)),
-                ..map.clone()
+            .map(|edit| {
+                shift += edit.grown();
+                let kept = match edit {
+                    Edit::Value(change) => self.values[change.at].start..self.values[change.at].end,
+                    Edit::Map(reshape) => reshape.from..reshape.to,
+                };
+                (kept, shift)
             })
             .collect();
-        ObjectSpans { values, maps }
-    }
-
-    /// How `body` differs from `kept` (the body of these spans), when it is `kept` with some
-    /// objects of one map of a type key, one after the other, taken out and others put in
-    /// their place (none, one or more of either); `None` when it is not (see [`Self::changes`]
-    /// for `differing`). The text that differs is parsed in place: it must be, where it is, a
-    /// run of map entries whose values are one JSON value each, so `body` is JSON wherever
-    /// `kept` is.
-    pub fn reshape(
-        &self,
-        body: &[u8],
-        (start, kept_end, body_end): (usize, usize, usize),
-    ) -> Option<Reshape> {
-        let map = self
-            .maps
-            .iter()
-            .position(|m| start > m.open && kept_end <= m.close)?;
-        let MapSpan { open, close, .. } = self.maps[map];
-        let objects = &self.values[self.maps[map].objects.clone()];
-        let base = self.maps[map].objects.start;
-        // The objects before the change and after it stay; those between are taken out, and
-        // what is between the last of the first and the first of the second is parsed anew.
-        let before = objects.partition_point(|o| o.end <= start);
-        let after = before + objects[before..].partition_point(|o| o.start < kept_end);
-        let from = before.checked_sub(1).map_or(open + 1, |o| objects[o].end);
-        let to = objects.get(after).map_or(close, |o| o.start);
-        let grown = body_end as isize - kept_end as isize;
-        let text = std::str::from_utf8(body.get(from..to.checked_add_signed(grown)?)?).ok()?;
-        // In the map, `text` comes after `{` or a value, and before `}` or a value: the same
-        // stands in for those around it.
-        let lead = if before == 0 { "{" } else { r#"{"":null"# };
-        let tail = if after == objects.len() { "}" } else { "null}" };
-        let entries = format!("[[{lead}{text}{tail}]]");
-        let mut de = serde_json::Deserializer::from_str(&entries);
-        let mut values = Unwrap(2, MapValues).deserialize(&mut de).ok()?;
-        de.end().ok()?;
-        // Where each value is in `text`, without those that stand in.
-        let offset = entries.as_ptr() as usize + 2 + lead.len();
-        if tail.len() > 1 {
-            values.pop()?;
-        }
-        let values = values.get(usize::from(before > 0)..)?;
-        let inserted = values
-            .iter()
-            .map(|v| {
-                let at = (v.get().as_ptr() as usize).checked_sub(offset)?;
-                (at + v.get().len() <= text.len()).then_some(from + at..from + at + v.get().len())
+        let grown = |edits: usize| edits.checked_sub(1).map_or(0, |e| edges[e].1);
+        // A value's start, a map's braces move as the edits that end before them, or there,
+        // grow the text; a value's end as those that begin before it (not a map's that
+        // begins there, after it).
+        let moved = |at: usize| {
+            at.saturating_add_signed(grown(edges.partition_point(|(e, _)| e.end <= at)))
+        };
+        let moved_end = |at: usize| {
+            at.saturating_add_signed(grown(edges.partition_point(|(e, _)| e.start < at)))
+        };
+        let reshapes = || {
+            edits.iter().filter_map(|edit| match edit {
+                Edit::Map(reshape) => Some(reshape),
+                Edit::Value(_) => None,
             })
-            .collect::<Option<_>>()?;
-        Some(Reshape {
-            map,
-            removed: base + before..base + after,
-            inserted,
-            grown,
-        })
-    }
-
-    /// The spans of the body `reshape` was found in.
-    pub fn reshaped(&self, reshape: &Reshape) -> Self {
-        let Reshape {
-            map: place,
-            removed,
-            inserted,
-            grown,
-        } = reshape;
-        let map = &self.maps[*place];
-        let count = inserted.len() as isize - removed.len() as isize;
-        let mut values = Vec::with_capacity(self.values.len() + inserted.len());
-        values.extend_from_slice(&self.values[..removed.start]);
-        values.extend(inserted.iter().map(|at| ObjectSpan {
-            section: Some(map.section),
-            key: Arc::clone(&map.key),
-            start: at.start,
-            end: at.end,
-        }));
-        values.extend(self.values[removed.end..].iter().map(|span| ObjectSpan {
-            start: span.start.saturating_add_signed(*grown),
-            end: span.end.saturating_add_signed(*grown),
-            ..span.clone()
-        }));
-        let shifted = |at: usize| at.saturating_add_signed(count);
-        let maps = self
-            .maps
-            .iter()
-            .enumerate()
-            .map(|(m, map)| match m.cmp(place) {
-                Ordering::Less => map.clone(),
-                Ordering::Equal => MapSpan {
-                    close: map.close.saturating_add_signed(*grown),
-                    objects: map.objects.start..shifted(map.objects.end),
-                    ..map.clone()
-                },
-                Ordering::Greater => MapSpan {
-                    open: map.open.saturating_add_signed(*grown),
-                    close: map.close.saturating_add_signed(*grown),
-                    objects: shifted(map.objects.start)..shifted(map.objects.end),
-                    ..map.clone()
-                },
-            });
+        };
+        let inserted: usize = reshapes().map(|r| r.inserted.len()).sum();
+        let mut values = Vec::with_capacity(self.values.len() + inserted);
+        let mut pending = reshapes().peekable();
+        let mut removed_until = 0;
+        for at in 0..=self.values.len() {
+            // Maps whose objects taken out begin here (two when one puts its objects in at
+            // its end and the next takes out its first), in the order of the text.
+            while let Some(reshape) = pending.next_if(|r| r.removed.start == at) {
+                let map = &self.maps[reshape.map];
+                values.extend(reshape.inserted.iter().map(|text| ObjectSpan {
+                    section: Some(map.section),
+                    key: Arc::clone(&map.key),
+                    start: text.start,
+                    end: text.end,
+                }));
+                removed_until = reshape.removed.end;
+            }
+            match self.values.get(at) {
+                Some(_) if at < removed_until => {}
+                Some(span) => values.push(ObjectSpan {
+                    start: moved(span.start),
+                    end: moved_end(span.end),
+                    ..span.clone()
+                }),
+                None => break,
+            }
+        }
+        let mut pending = reshapes().peekable();
+        let mut net = 0isize;
+        let maps = self.maps.iter().enumerate().map(|(place, map)| {
+            let first = map.objects.start.saturating_add_signed(net);
+            if let Some(reshape) = pending.next_if(|r| r.map == place) {
+                net += reshape.inserted.len() as isize - reshape.removed.len() as isize;
+            }
+            MapSpan {
+                open: moved(map.open),
+                close: moved(map.close),
+                objects: first..map.objects.end.saturating_add_signed(net),
+                ..map.clone()
+            }
+        });
         ObjectSpans {
-            values,
             maps: maps.collect(),
+            values,
         }
     }
 
@@ -383,6 +408,60 @@ impl ObjectSpans {
         let ordinal = self.count(map.section, &map.key, reshape.removed.start);
         (map.section, &map.key, ordinal)
     }
+}
+
+/// Where two bodies' common suffix begins in the kept one, and how much longer the other is.
+#[derive(Clone, Copy)]
+struct Suffix {
+    kept_end: usize,
+    grown: isize,
+}
+
+/// The values of a run of a map's entries in `text` from `at`, which is right after the map's
+/// `{` or, when `after_value`, after an entry's value: where each value is, and where the run
+/// ends, at the map's `}` or, with `until`, where a value begins there that the run does not
+/// hold. `None` when that is not what the text is.
+fn map_entries(
+    text: &[u8],
+    mut at: usize,
+    mut after_value: bool,
+    until: Option<usize>,
+) -> Option<(Vec<Range<usize>>, usize)> {
+    let mut values = Vec::new();
+    loop {
+        at = after_whitespace(text, at);
+        match *text.get(at)? {
+            b'}' => return Some((values, at)),
+            b',' if after_value => at = after_whitespace(text, at + 1),
+            _ if !after_value => {}
+            _ => return None,
+        }
+        if text.get(at) != Some(&b'"') {
+            return None;
+        }
+        at = after_whitespace(text, at + json_value_len(&text[at..])?);
+        if text.get(at) != Some(&b':') {
+            return None;
+        }
+        at = after_whitespace(text, at + 1);
+        if until.is_some_and(|until| at >= until) {
+            return Some((values, at));
+        }
+        let end = at + json_value_len(&text[at..])?;
+        values.push(at..end);
+        (at, after_value) = (end, true);
+    }
+}
+
+/// Where the first byte from `at` is that is not JSON's whitespace.
+fn after_whitespace(text: &[u8], at: usize) -> usize {
+    let rest = text.get(at..).unwrap_or_default();
+    at + rest.iter().take_while(|&&b| is_whitespace(b)).count()
+}
+
+/// Whether `byte` is whitespace in JSON (not every ASCII whitespace is).
+fn is_whitespace(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 /// The length of the one JSON value `text` starts with, without whitespace before it.
@@ -535,32 +614,6 @@ impl<'de> Visitor<'de> for ObjectMapSpans<'_, '_, '_> {
             self.top.push(Some(self.section), type_key, raw);
         }
         Ok(())
-    }
-}
-
-/// The values of a map's entries, in order.
-struct MapValues;
-
-impl<'de> DeserializeSeed<'de> for MapValues {
-    type Value = Vec<&'de RawValue>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for MapValues {
-    type Value = Vec<&'de RawValue>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("map entries")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut values = Vec::new();
-        while map.next_key::<IgnoredAny>()?.is_some() {
-            values.push(map.next_value()?);
-        }
-        Ok(values)
     }
 }
 
@@ -854,20 +907,20 @@ mod tests {
     }
 
     #[test]
-    fn the_containing_value_holds_the_whole_range() {
+    fn the_value_at_a_byte_is_the_one_whose_text_holds_it() {
         let body = r#"{"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}}}}"#;
         let spans = ObjectSpans::of(body.as_bytes(), &sections_of_request()).unwrap();
         let x = body.find(r#"{"c":1}"#).unwrap();
         let y = body.find(r#"{"c":2}"#).unwrap();
-        let found = |start, end| spans.containing(start, end).map(|(at, s)| (at, s.start));
-        assert_eq!(found(x, x + 7), Some((1, x)));
-        assert_eq!(found(x + 5, x + 6), Some((1, x)));
-        assert_eq!(found(y + 1, y + 7), Some((2, y)));
-        assert_eq!(found(10, 11), Some((0, 10)));
-        // Past its end, across two objects, before the first.
-        assert_eq!(found(x + 5, x + 8), None);
-        assert_eq!(found(x + 5, y + 1), None);
-        assert_eq!(found(0, 1), None);
+        let found = |at| spans.value_at(at);
+        assert_eq!(found(x), Some(1));
+        assert_eq!(found(x + 6), Some(1));
+        assert_eq!(found(y + 1), Some(2));
+        assert_eq!(found(10), Some(0));
+        // Right after a value, between two, before the first.
+        assert_eq!(found(x + 7), None);
+        assert_eq!(found(y - 1), None);
+        assert_eq!(found(0), None);
     }
 
     #[test]
@@ -883,7 +936,7 @@ mod tests {
         ] {
             let changed = body.replace(was, now);
             let grown = now.len() as isize - was.len() as isize;
-            let moved = kept.moved(&[Change { at, grown }]);
+            let moved = kept.edited(&[Edit::Value(Change { at, grown })]);
             assert_eq!(texts(&changed, &moved), spans(&changed).unwrap());
             assert_eq!(Some(moved), ObjectSpans::of(changed.as_bytes(), &sections));
         }
@@ -917,25 +970,44 @@ mod tests {
         );
     }
 
-    /// `body` with `was` written `now`, and how it was reshaped, with the reshaped spans
-    /// checked against those found anew.
-    fn reshape(body: &str, was: &str, now: &str) -> Option<(Vec<usize>, Vec<String>)> {
+    /// How `changed` differs from `body`, each value's new text found where it ends, with the
+    /// edited spans checked against those found anew.
+    fn edits(body: &str, changed: &str) -> Option<Vec<Edit>> {
         let sections = sections_of_request();
         let kept = ObjectSpans::of(body.as_bytes(), &sections).unwrap();
+        let differ = crate::memo::differing(body.as_bytes(), changed.as_bytes());
+        let edits = kept.edits(body.as_bytes(), changed.as_bytes(), differ, true)?;
+        let found = ObjectSpans::of(changed.as_bytes(), &sections);
+        assert_eq!(Some(kept.edited(&edits)), found, "{changed}");
+        Some(edits)
+    }
+
+    /// What a map took out and put in, each as `edits` finds it: the places taken out, and the
+    /// texts put in.
+    fn reshapes(changed: &str, edits: &[Edit]) -> Vec<(Vec<usize>, Vec<String>)> {
+        let reshapes = edits.iter().filter_map(|edit| match edit {
+            Edit::Map(reshape) => Some(reshape),
+            Edit::Value(_) => None,
+        });
+        let put_in = |r: &Reshape| -> Vec<String> {
+            r.inserted
+                .iter()
+                .map(|at| changed[at.clone()].to_owned())
+                .collect()
+        };
+        reshapes
+            .map(|r| (r.removed.clone().collect(), put_in(r)))
+            .collect()
+    }
+
+    /// `body` with `was` written `now`, and how its one map was reshaped.
+    fn reshape(body: &str, was: &str, now: &str) -> Option<(Vec<usize>, Vec<String>)> {
         assert_eq!(body.matches(was).count(), 1, "{was}");
         let changed = body.replace(was, now);
-        let differ = crate::memo::differing(body.as_bytes(), changed.as_bytes());
-        let reshape = kept.reshape(changed.as_bytes(), differ)?;
-        let reshaped = kept.reshaped(&reshape);
-        assert_eq!(
-            Some(&reshaped),
-            ObjectSpans::of(changed.as_bytes(), &sections).as_ref()
-        );
-        let inserted = reshape
-            .inserted
-            .iter()
-            .map(|r| changed[r.clone()].to_owned());
-        Some((reshape.removed.collect(), inserted.collect()))
+        match &edits(body, &changed)?[..] {
+            [edit @ Edit::Map(_)] => reshapes(&changed, std::slice::from_ref(edit)).pop(),
+            _ => None,
+        }
     }
 
     #[test]
@@ -993,16 +1065,11 @@ mod tests {
     }
 
     #[test]
-    fn changes_are_the_values_that_differ_when_nothing_else_does() {
+    fn values_that_differ_are_edits_of_those_values() {
         let body = r#"{"controller":{"g":1},"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}}},"finalizing":false}"#;
         let kept = ObjectSpans::of(body.as_bytes(), &sections_of_request()).unwrap();
-        let changes = |changed: &str| {
-            let differ = crate::memo::differing(body.as_bytes(), changed.as_bytes());
-            kept.changes(body.as_bytes(), changed.as_bytes(), differ)
-        };
-        let change = |at, grown| Change { at, grown };
-        // One value, two, three with one unchanged between them; the moved spans are those of
-        // the changed body.
+        let change = |at, grown| Edit::Value(Change { at, grown });
+        // One value, two, three with one unchanged between them.
         for (changed, expected) in [
             (body.replace(r#""p":1"#, r#""p":12"#), vec![change(1, 1)]),
             (
@@ -1017,22 +1084,89 @@ mod tests {
                 vec![change(1, -5), change(3, 2), change(4, -1)],
             ),
         ] {
-            assert_eq!(changes(&changed).as_ref(), Some(&expected), "{changed}");
-            let moved = kept.moved(&expected);
-            assert_eq!(texts(&changed, &moved), spans(&changed).unwrap());
+            assert_eq!(edits(body, &changed), Some(expected.clone()), "{changed}");
+            // Found from the common suffix alike.
+            let differ = crate::memo::differing(body.as_bytes(), changed.as_bytes());
+            let quick = kept.edits(body.as_bytes(), changed.as_bytes(), differ, false);
+            assert_eq!(quick, Some(expected), "{changed}");
         }
-        // A key between two values that differ, a value that is not one JSON value, a value
-        // written with whitespace before it: not values alone.
+        // A value that is not one JSON value, one written with whitespace before it, a
+        // top-level field's key: not values or a map's objects.
         for changed in [
-            body.replace(r#""p":1"#, r#""p":2"#)
-                .replace(r#""y":"#, r#""z":"#),
             body.replace(r#""p":1"#, r#""p":2"#)
                 .replace(r#""c":2}"#, r#""c":2}}"#),
             body.replace(r#""g":1"#, r#""g":2"#)
                 .replace(r#""parent":{"#, r#""parent": {"#),
+            body.replace(r#""parent":{"#, r#""parent": {"#),
+            body.replace(r#""p":1}"#, r#""p":2} "#),
+            body.replace(r#""g":1"#, r#""g":2"#)
+                .replace(r#""children":"#, r#""kids":"#),
         ] {
-            assert_eq!(changes(&changed), None, "{changed}");
+            assert_eq!(edits(body, &changed), None, "{changed}");
+            let differ = crate::memo::differing(body.as_bytes(), changed.as_bytes());
+            let quick = kept.edits(body.as_bytes(), changed.as_bytes(), differ, false);
+            assert_eq!(quick, None, "{changed}");
         }
+    }
+
+    #[test]
+    fn values_and_maps_that_differ_are_edits_in_the_order_of_the_text() {
+        let body = r#"{"controller":{"g":1},"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}},"B.v1":{}},"related":{"A.v1":{"z":{"r":1}}},"finalizing":false}"#;
+        let found = |changed: &str| {
+            let edits = edits(body, changed)?;
+            let values: Vec<usize> = edits
+                .iter()
+                .filter_map(|edit| match edit {
+                    Edit::Value(change) => Some(change.at),
+                    Edit::Map(_) => None,
+                })
+                .collect();
+            Some((values, reshapes(changed, &edits)))
+        };
+        let (w, z) = (r#""w":{"c":0}"#, r#""z":{"r":1}"#);
+        let put_in = |text: &str| (vec![], vec![text.to_owned()]);
+        // An object put in two maps at once (a Secret a hook creates, in its children and, as
+        // it relates every Secret, in its related objects).
+        let twice = body
+            .replace(r#""B.v1":{}"#, &format!(r#""B.v1":{{{w}}}"#))
+            .replace(z, &format!("{w},{z}"));
+        let c0 = r#"{"c":0}"#;
+        assert_eq!(found(&twice), Some((vec![], vec![put_in(c0), put_in(c0)])));
+        // A value after a map, and before it: the parent, x and the finalizing flag.
+        let around = body
+            .replace(r#""p":1"#, r#""p":2"#)
+            .replace(r#""c":1"#, r#""c":11"#)
+            .replace(r#""B.v1":{}"#, &format!(r#""B.v1":{{{w}}}"#))
+            .replace("false", "true");
+        assert_eq!(found(&around), Some((vec![1, 2, 5], vec![put_in(c0)])));
+        // Taken out of one map, put in another; taken out of two.
+        let moved = body
+            .replace(r#""y":{"c":2}"#, r#""q":{"c":3}"#)
+            .replace(&format!("{{{z}}}"), "{}");
+        let taken_out = (vec![4], vec![]);
+        assert_eq!(
+            found(&moved),
+            Some((
+                vec![],
+                vec![(vec![3], vec![r#"{"c":3}"#.to_owned()]), taken_out]
+            ))
+        );
+        // A changed object with another put in right after it: it and the object put in end
+        // alike, so the common suffix holds the changed object's end, and the edit it says is
+        // one value whose new text is two. Reading the new text finds it, and the map.
+        let after = body.replace(r#""y":{"c":2}"#, r#""y":{"c":3},"y2":{"c":2}"#);
+        assert_eq!(found(&after), Some((vec![3], vec![put_in(r#"{"c":2}"#)])));
+        let kept = ObjectSpans::of(body.as_bytes(), &sections_of_request()).unwrap();
+        let differ = crate::memo::differing(body.as_bytes(), after.as_bytes());
+        let quick = kept.edits(body.as_bytes(), after.as_bytes(), differ, false);
+        assert_eq!(quick, Some(vec![Edit::Value(Change { at: 3, grown: 13 })]));
+        // An object put in after a map's last, where the common suffix begins before the
+        // map's end: read up to the map's `}`, in the kept text and the new one.
+        let last = body.replace(r#""y":{"c":2}"#, r#""y":{"c":2},"v":{"c":2}"#);
+        assert_eq!(found(&last), Some((vec![], vec![put_in(r#"{"c":2}"#)])));
+        // Not a map's entries where the first map differs: not edits.
+        let broken = twice.replace(r#""B.v1":{"w""#, r#""B.v1":{"w" "#);
+        assert_eq!(found(&broken.replace(r#""w" :"#, r#""w" "#)), None);
     }
 
     #[test]
