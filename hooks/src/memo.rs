@@ -1257,6 +1257,67 @@ mod tests {
             spliced(&memo, both.as_bytes(), &first).as_deref(),
             Some([1, 3].as_slice())
         );
+        // Children put in two maps at once (as a Secret a sync created comes back in children
+        // and in related), one put in and another changed in a map after it, then one taken
+        // out and another put in a map after it (with the change undone): spliced from the
+        // first, each map in turn.
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let child = |name: &str, spec: &str| {
+            format!(r#""{name}":{{"metadata":{{"name":"{name}"}},"spec":"{spec}"}}"#)
+        };
+        let two_maps = |t: &str, u: &str| {
+            let maps = format!(r#""}}}},"U.v1":{{{u}}}}},"finalizing""#);
+            let body = String::from_utf8(padded(request(("x", 1), ("y", 1)))).unwrap();
+            body.replace(r#""}}},"finalizing""#, &maps)
+                .replace(r#","b":{"#, &format!(",{t}\"b\":{{"))
+        };
+        let (u, v) = (child("u", "s"), child("v", "t"));
+        let body = two_maps("", &u);
+        specs(&memo, body.as_bytes());
+        let first = decoded_of(&memo, body.as_bytes());
+        let c = format!("{},", child("c", "z"));
+        for (body, read, places) in [
+            (
+                two_maps(&c, &format!("{u},{v}")),
+                ["x", "z", "y"].as_slice(),
+                [2, 5].as_slice(),
+            ),
+            (two_maps(&c, &child("u", "r")), &["x", "z", "y"], &[2, 4]),
+            (
+                two_maps("", &format!("{v},{u}")).replace(a, ""),
+                &["y"],
+                &[2, 3],
+            ),
+        ] {
+            assert_eq!(specs(&memo, body.as_bytes()).0, read, "{body}");
+            assert_eq!(
+                spliced(&memo, body.as_bytes(), &first).as_deref(),
+                Some(places),
+                "{body}"
+            );
+        }
+        // Two maps of one type key (a key written twice): an object put in the first moves
+        // those of the second among their group's, so a change in the second is not spliced,
+        // but decoded whole.
+        let twice = body.replace(r#""U.v1":"#, r#""T.v1":"#);
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        specs(&memo, twice.as_bytes());
+        let changed = twice
+            .replace(r#","b":{"#, &format!(",{c}\"b\":{{"))
+            .replace(r#""spec":"s""#, r#""spec":"q""#);
+        assert_eq!(specs(&memo, changed.as_bytes()).0, ["x", "z", "y", "q"]);
+        assert_eq!(spliced(&memo, changed.as_bytes(), &first), None);
+        // Nor an object put in each.
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        specs(&memo, twice.as_bytes());
+        let changed = twice
+            .replace(r#","b":{"#, &format!(",{c}\"b\":{{"))
+            .replace(&u, &format!("{v},{u}"));
+        assert_eq!(
+            specs(&memo, changed.as_bytes()).0,
+            ["x", "z", "y", "t", "s"]
+        );
+        assert_eq!(spliced(&memo, changed.as_bytes(), &first), None);
         // A child put in that does not decode: the decoder's error.
         let unnamed = none.replace(r#""T.v1":{}"#, r#""T.v1":{"d":{"spec":"v"}}"#);
         let plain = crate::contract::decode::<Specs>(unnamed.as_bytes()).unwrap_err();
@@ -1508,8 +1569,8 @@ mod tests {
     }
 
     /// An edit of [`edited_in_turn`]: an entry of a map (0: taken out, 1: copied to a place),
-    /// a byte (2), or an entry copied and a byte edited (3), as [`reshaped`] and [`edited`]
-    /// take them.
+    /// a byte (2), an entry copied and a byte edited (3), or an entry copied and one of the next
+    /// map taken out or copied (4), as [`reshaped`] and [`edited`] take them.
     type Step = (u8, usize, usize, (usize, u8, u8));
 
     /// A fixture edited a few times in turn (an entry taken out or copied, or a byte edited),
@@ -1526,8 +1587,12 @@ mod tests {
                 0 => reshaped(&body, map, entry, None),
                 1 => reshaped(&body, map, entry, Some(byte.0)),
                 2 => Some(edited(&body, byte.0, byte.1, byte.2)),
-                _ => reshaped(&body, map, entry, Some(byte.0))
+                3 => reshaped(&body, map, entry, Some(byte.0))
                     .map(|copied| edited(&copied, byte.0, byte.1, byte.2)),
+                _ => reshaped(&body, map, entry, Some(byte.0)).and_then(|copied| {
+                    let copy_to = (byte.1 > 0).then_some(byte.0);
+                    reshaped(&copied, map + 1, entry, copy_to)
+                }),
             };
             let Some(next) = next else { continue };
             kept = match checked(kept, &next) {
@@ -1548,14 +1613,14 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
 
         /// A request with objects taken out of a map of a type key or put in, in turn with
-        /// other edits or with one at once, each checked as above: its spans are those found afresh, and its
-        /// splice is the request decoded whole.
+        /// other edits or with one at once, each checked as above: its spans are those found
+        /// afresh, and its splice is the request decoded whole.
         #[test]
         fn reshaped_spans_and_splices_are_what_decoding_finds(
             which in 0..4usize,
             edits in proptest::collection::vec(
                 (
-                    0..4u8,
+                    0..5u8,
                     0..usize::MAX,
                     0..usize::MAX,
                     (0..usize::MAX, 0..3u8, proptest::sample::select(EDIT_BYTES.to_vec())),

@@ -613,14 +613,21 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
     /// A request that is the one before with objects taken out of a map of a type key or put
-    /// in, again and again (as after each sync that creates or deletes children), with the
-    /// parent changed too or not, gets exactly the answer, or the error, it gets when nothing
-    /// is kept.
+    /// in, again and again (as after each sync that creates or deletes children), in the next
+    /// map too or not (as a Secret cert-rotation creates comes back in children and related),
+    /// with the parent changed too or not, gets exactly the answer, or the error, it gets when
+    /// nothing is kept.
     #[test]
     fn a_request_with_objects_taken_out_or_put_in_is_answered_as_if_nothing_were_kept(
         fixture in any::<proptest::sample::Index>(),
         edits in proptest::collection::vec(
-            (0..usize::MAX, 0..usize::MAX, proptest::option::of(0..usize::MAX), any::<bool>()),
+            (
+                0..usize::MAX,
+                0..usize::MAX,
+                proptest::option::of(0..usize::MAX),
+                any::<bool>(),
+                any::<bool>(),
+            ),
             1..5,
         ),
     ) {
@@ -629,9 +636,12 @@ proptest! {
         let mut request: Value = serde_json::from_slice(body).unwrap();
         let kept = metahooks_hooks::memo::Memo::default();
         let _ = answer(id, &serde_json::to_vec(&request).unwrap(), &kept);
-        for (step, (map, object, copy_to, parent)) in edits.into_iter().enumerate() {
+        for (step, (map, object, copy_to, parent, next)) in edits.into_iter().enumerate() {
             if !reshape(&mut request, map, object, copy_to) {
                 continue;
+            }
+            if next {
+                reshape(&mut request, map + 1, object, copy_to);
             }
             // Written before `related` (the keys are in order), as Metacontroller writes the
             // parent before the objects.
