@@ -3,7 +3,10 @@
 //! generators as the criterion benches. Beside each, `<route>-<size>.put-in.json`: the request
 //! with an object put in, a copy of the first one of its first map of a type key that holds any,
 //! whose key and name are `@@` (`make bench-load`'s `VARY=5` and `hook_loop ... put-in` write
-//! a name that counts up there).
+//! a name that counts up there); and, for a request with two such maps,
+//! `<route>-<size>.put-in-twice.json`, with a copy put so in its last such map and in the first
+//! one of that type key (as a Secret cert-rotation creates comes back in its children and its
+//! related objects), or else the first.
 
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
@@ -39,37 +42,56 @@ fn main() {
             }
             let path = dir.join(format!("{route}-{label}.json"));
             std::fs::write(&path, &body).unwrap();
-            let put_in = dir.join(format!("{route}-{label}.put-in.json"));
-            std::fs::write(&put_in, with_object_put_in(&body)).unwrap();
+            for (suffix, maps) in [("put-in", 1), ("put-in-twice", 2)] {
+                if let Some(put_in) = with_objects_put_in(&body, maps) {
+                    let path = dir.join(format!("{route}-{label}.{suffix}.json"));
+                    std::fs::write(&path, put_in).unwrap();
+                }
+            }
             println!("{} {} objects {} bytes", path.display(), n, body.len());
         }
     }
 }
 
 /// `body` with a copy of the first object of its first map of a type key that holds any (in the
-/// order of the text) put first in that map, its key and `metadata.name` `@@`.
-fn with_object_put_in(body: &[u8]) -> Vec<u8> {
+/// order of the text) put first in that map, its key and `metadata.name` `@@`; with `maps` 2, the
+/// same in the last such map and in the first one of its type key before it, or else the first
+/// (`None` when there is one such map).
+fn with_objects_put_in(body: &[u8], maps: usize) -> Option<Vec<u8>> {
     type Map<'a> = BTreeMap<&'a str, &'a RawValue>;
     let offset = |raw: &RawValue| raw.get().as_ptr() as usize - body.as_ptr() as usize;
     let request: Map = serde_json::from_slice(body).unwrap();
-    let maps = ["children", "related"]
+    // Each map of a type key that holds objects: its type key, the map and its first object.
+    let mut holding: Vec<(&str, &RawValue, &RawValue)> = ["children", "related"]
         .into_iter()
         .filter_map(|section| request.get(section))
-        .flat_map(|types| {
-            serde_json::from_str::<Map>(types.get())
-                .unwrap()
-                .into_values()
-        });
-    let (map, first) = maps
-        .filter_map(|map| {
+        .flat_map(|types| serde_json::from_str::<Map>(types.get()).unwrap())
+        .filter_map(|(type_key, map)| {
             let objects: Map = serde_json::from_str(map.get()).ok()?;
-            Some((map, objects.into_values().min_by_key(|o| offset(o))?))
+            Some((
+                type_key,
+                map,
+                objects.into_values().min_by_key(|o| offset(o))?,
+            ))
         })
-        .min_by_key(|(map, _)| offset(map))
-        .expect("a request with an object");
-    let mut copy: serde_json::Value = serde_json::from_str(first.get()).unwrap();
-    copy["metadata"]["name"] = "@@".into();
-    let at = offset(map) + 1;
-    let entry = format!(r#""@@":{copy},"#);
-    [&body[..at], entry.as_bytes(), &body[at..]].concat()
+        .collect();
+    holding.sort_by_key(|(_, map, _)| offset(map));
+    let chosen = match maps {
+        1 => vec![*holding.first()?],
+        _ => {
+            let (last, others) = holding.split_last()?;
+            let same_key = others.iter().find(|(key, ..)| key == &last.0);
+            vec![*same_key.or(others.first())?, *last]
+        }
+    };
+    let mut changed = body.to_vec();
+    // The last first, so that the offsets before it still hold.
+    for (_, map, first) in chosen.iter().rev() {
+        let mut copy: serde_json::Value = serde_json::from_str(first.get()).unwrap();
+        copy["metadata"]["name"] = "@@".into();
+        let at = offset(map) + 1;
+        let entry = format!(r#""@@":{copy},"#);
+        changed.splice(at..at, entry.into_bytes());
+    }
+    Some(changed)
 }

@@ -12,7 +12,9 @@
 # that object decoded anew (`hook_loop ... read`; the count includes making each request, a copy
 # of the body); "put in" counts requests that each have another object put in a map of a type
 # key, so that each is the kept request with the object put in before taken out and the new one
-# decoded into it (`hook_loop ... put-in` on the body load_requests writes with it); "changed"
+# decoded into it (`hook_loop ... put-in` on the body load_requests writes with it), "twice" the
+# same in two maps at once (on the `.put-in-twice.json` body; delete-graph's requests have one
+# map); "changed"
 # counts the same request decoded whole on every sync, as when it changed at the top level of its
 # shape, but not in the spec or the certificates (`hook_loop ... changed`).
 # Instructions are not time: cache misses and system calls are not in them, and SHA-256 (the
@@ -42,19 +44,24 @@ per_request() { # id body [read | put-in | changed] -> instructions of one more 
 }
 ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
 
-echo "| route | size | hook instructions | read | put in | changed | floor instructions | hook/floor | read/floor | put in/floor | changed/floor | scan instructions | changed/scan |"
-echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| route | size | hook instructions | read | put in | twice | changed | floor instructions | hook/floor | read/floor | put in/floor | twice/floor | changed/floor | scan instructions | changed/scan |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for route in $ROUTES; do
   for size in $SIZES; do
     body="$OUT/$route-$size.json"
     hook=$(per_request "$route/sync" "$body")
     read=$(per_request "$route/sync" "$body" read)
     put_in=$(per_request "$route/sync" "$OUT/$route-$size.put-in.json" put-in)
+    twice=-
+    if [ -e "$OUT/$route-$size.put-in-twice.json" ]; then
+      twice=$(per_request "$route/sync" "$OUT/$route-$size.put-in-twice.json" put-in)
+    fi
     changed=$(per_request "$route/sync" "$body" changed)
     floor=$(per_request floor "$body")
     scan=$(per_request scan "$body")
-    echo "| $route/sync | $size | $hook | $read | $put_in | $changed | $floor | $(ratio "$hook" "$floor") |" \
-      "$(ratio "$read" "$floor") | $(ratio "$put_in" "$floor") | $(ratio "$changed" "$floor") | $scan |" \
+    echo "| $route/sync | $size | $hook | $read | $put_in | $twice | $changed | $floor |" \
+      "$(ratio "$hook" "$floor") | $(ratio "$read" "$floor") | $(ratio "$put_in" "$floor") |" \
+      "$([ "$twice" = - ] && echo - || ratio "$twice" "$floor") | $(ratio "$changed" "$floor") | $scan |" \
       "$(ratio "$changed" "$scan") |"
   done
 done

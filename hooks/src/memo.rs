@@ -580,13 +580,16 @@ impl<R: DecodedRequest> KeptRequest<R> {
             .as_ref()
     }
 
-    /// How `body`, which differs from this request's bytes, compares with it. Bodies that
-    /// differ in more than half their bytes are apart without looking for objects.
+    /// How `body`, which differs from this request's bytes, compares with it. Bodies whose
+    /// bytes from the first that differs to the last make up more than three quarters of this
+    /// request are apart without a look at their objects: two parents' requests differ from
+    /// the parent's name, near the start, to their last objects; one parent's requests in a
+    /// few places, which may lie far apart (a Secret put in `children` and in `related`).
     fn compare(&self, body: &[u8]) -> Nearby {
         let kept = self.decoded.bytes();
         let differ = differing(kept, body);
         let (start, kept_end, body_end) = differ;
-        if 2 * (kept_end - start).max(body_end - start) > kept.len() {
+        if 4 * (kept_end - start).max(body_end - start) > 3 * kept.len() {
             return Nearby::Apart;
         }
         let Some(spans) = self.spans() else {
@@ -1296,6 +1299,28 @@ mod tests {
                 "{body}"
             );
         }
+        // Farther apart: spliced while the bytes from the first change to the last make up at
+        // most three quarters of the request, else decoded whole without a look.
+        for (pad, places) in [(600, Some(vec![2, 6])), (2000, None)] {
+            let padding = format!(
+                r#""P.v1":{{"p":{{"metadata":{{"name":"p"}},"spec":"{}"}}}},"U.v1""#,
+                "p".repeat(pad)
+            );
+            let body = two_maps("", &u).replace(r#""U.v1""#, &padding);
+            let memo = DecodedRequests::<DecodedSpecs>::default();
+            specs(&memo, body.as_bytes());
+            let first = decoded_of(&memo, body.as_bytes());
+            let changed = two_maps(&c, &format!("{u},{v}")).replace(r#""U.v1""#, &padding);
+            let differ = differing(body.as_bytes(), changed.as_bytes());
+            let apart = (differ.1 - differ.0) as f64 / body.len() as f64;
+            assert_eq!(
+                (apart > 0.5, apart > 0.75),
+                (true, places.is_none()),
+                "{apart}"
+            );
+            assert_eq!(specs(&memo, changed.as_bytes()).0, ["x", "z", "y"]);
+            assert_eq!(spliced(&memo, changed.as_bytes(), &first), places);
+        }
         // Two maps of one type key (a key written twice): an object put in the first moves
         // those of the second among their group's, so a change in the second is not spliced,
         // but decoded whole.
@@ -1701,7 +1726,7 @@ mod tests {
         let body = request(("x", 1), ("y", 1));
         let others = DecodedRequests::<DecodedSpecs>::NEARBY;
         // Another parent's request: apart from the ones of `body`'s parent (they differ in
-        // more than half their bytes).
+        // more than three quarters of their bytes).
         let long = "o".repeat(2 * body.len());
         let other = |n: usize| request((&long, 1), (&n.to_string(), 1));
         let memo = DecodedRequests::<DecodedSpecs>::default();
