@@ -234,8 +234,8 @@ impl<R: DecodedRequest> Source<R> {
 }
 
 /// A body that differs from the one `base` was decoded from only in some of its objects: inside
-/// them, each of them one JSON value in both bodies, or in which objects a map of a type key
-/// holds ([`ObjectSpans::reshape`]). It decodes to `base`'s request with the objects of some
+/// them, each of them one JSON value in both bodies, or in which objects maps of a type key
+/// hold ([`ObjectSpans::edits`]). It decodes to `base`'s request with the objects of some
 /// groups (a section's objects of one type key, or the parent) made those the body has there:
 /// each the base's object, unchanged, or one decoded from its text in the body. `base` was
 /// decoded whole.
@@ -348,9 +348,10 @@ pub(crate) use decoded_request;
 /// values ([`ObjectWise`]); it is looked for among the [`Self::NEARBY`] most recently used.
 /// When objects decode differently, the request is the kept one with those decoded anew
 /// ([`Splice`]). After a sync that creates or deletes a child, the next request has that child
-/// put in or taken out: when a request differs from a kept one only in which objects one map
-/// of a type key holds, it is the kept one with the objects of that type key spliced too. Any
-/// other request is decoded whole. Each is kept.
+/// put in or taken out (cert-rotation's Secrets in two maps, `children` and `related`): when a
+/// request differs from a kept one in which objects maps of a type key hold, beside values or
+/// not, it is the kept one with the objects of those type keys spliced too. Any other request
+/// is decoded whole. Each is kept.
 ///
 /// Bounded: the [`Self::CAPACITY`] most recently used, and [`Self::BYTES`] between them, each
 /// counted as twice its text (decoding keeps 0.26-0.66 times the text beside it on the load

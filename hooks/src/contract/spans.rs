@@ -12,17 +12,17 @@
 //! has in the request (serde_json limits nesting), to a value equal to the old object's (or,
 //! put in the old object's place, to the new request: the objects of a request decode one by
 //! one, each into its own place). For the same reason, where the objects of such a body are
-//! follows from where they are in the old one ([`ObjectSpans::moved`]), also when that one
+//! follows from where they are in the old one ([`ObjectSpans::edited`]), also when that one
 //! value decodes differently or is the value of a top-level field that holds no objects (the
-//! `controller`). When several values differ, with every byte between them the same
-//! ([`ObjectSpans::changes`]), all of this holds value by value.
+//! `controller`).
 //!
-//! A request that differs from a kept one only in which objects one map of a type key holds
-//! (some taken out, others put in their place, none or more of either) is found the same way
-//! ([`ObjectSpans::reshape`]): the bytes between the objects that stay are, in the new body, a
-//! run of the map's entries, each value one JSON value, so the new body is JSON wherever the
-//! old one was, and decodes to the old request with that type key's objects those of the run
-//! in place of those taken out (see [`spliced`]).
+//! A request that differs from a kept one in which objects a map of a type key holds (some
+//! taken out, others put in their place, none or more of either) is found the same way: the
+//! bytes between the objects that stay are, in the new body, a run of the map's entries, each
+//! value one JSON value, so the new body is JSON wherever the old one was, and decodes to the
+//! old request with that type key's objects those of the run in place of those taken out (see
+//! [`spliced`]). When a body differs in several values and maps, with every byte between them
+//! the same ([`ObjectSpans::edits`]), all of this holds edit by edit.
 
 use super::object_map::NamedSeed;
 use super::{CompositeRequest, DecoratorRequest, Named, ObjectMap, Text};
