@@ -153,7 +153,8 @@ impl<V> Recent<Kept<V>> {
     }
 
     /// The value made from exactly `bytes` (inputs joined as `made_from` joins them):
-    /// remembered, or made by `make` and remembered, counting `size` against the bound. When `make` fails nothing is remembered.
+    /// remembered, or made by `make` and remembered, counting `size` against the bound. When
+    /// `make` fails nothing is remembered.
     pub fn recall_or_make<E>(
         &self,
         bytes: Vec<u8>,
