@@ -206,17 +206,13 @@ impl ObjectSpans {
             };
             shift += edit.grown();
             edits.push(edit);
-            // The rest of both bodies is their common suffix, or they differ after this edit.
+            // The rest of both bodies is their common suffix, or they differ after this edit
+            // (were the rest alike, the common suffix would begin at `end` or before it).
             if end >= kept_end && shift == suffix.grown {
                 return Some(edits);
             }
-            let kept_rest = kept.get(end..)?;
             let rest = body.get(end.checked_add_signed(shift)?..)?;
-            let alike = common_prefix(kept_rest, rest);
-            if alike == kept_rest.len() && alike == rest.len() {
-                return Some(edits);
-            }
-            at = end + alike;
+            at = end + common_prefix(kept.get(end..)?, rest);
         }
     }
 
