@@ -199,7 +199,9 @@ impl ObjectSpans {
         let mut edits = Vec::new();
         // The first byte that differs, in `kept`, and how much longer `body` is before it.
         let (mut at, mut shift) = (start, 0isize);
-        loop {
+        // Each edit is of a value or a map after the last one's, so there are no more edits
+        // than those: the walk ends, whatever the bodies.
+        for _ in 0..=self.values.len() + self.maps.len() {
             let (edit, end) = match self.value_at(at) {
                 Some(place) => self.value_edit(place, body, shift, suffix, strict)?,
                 None => self.map_edit(at, kept, body, shift, suffix)?,
@@ -214,6 +216,7 @@ impl ObjectSpans {
             let rest = body.get(end.checked_add_signed(shift)?..)?;
             at = end + common_prefix(kept.get(end..)?, rest);
         }
+        None
     }
 
     /// The value at `place` written otherwise in `body`, where the bytes before it are `shift`
