@@ -1047,8 +1047,8 @@ mod tests {
         let w = "\"w\": {\n          \"c\": 0\n        },\n";
         let reshaped = reshape(&pretty, "\"x\": {", &format!("{w}          \"x\": {{"));
         assert_eq!(reshaped, some(&[], &["{\n          \"c\": 0\n        }"]));
-        // Not one map's entries: across two maps, outside every map, not JSON there, the map's
-        // own brace, in a map not looked for.
+        // Not one map's entries: the map's own brace, across two maps, outside every map, not
+        // JSON there (no comma, no colons, two commas, a comma first); in a map not looked for.
         for (was, now) in [
             (r#""A.v1":{"x""#, r#""A.v1":["x""#.to_owned()),
             (r#"{"c":2}},"B.v1":{}"#, r#"{"c":2},"B.v1":{}}"#.to_owned()),
@@ -1056,6 +1056,7 @@ mod tests {
             (x, r#""w":{"c":0} "x":{"c":1}"#.to_owned()),
             (x, r#""w":{"c":0},"x":{"c":1}"#.replace(':', " ")),
             (r#"{"x""#, r#"{"w":1,,"x""#.to_owned()),
+            (r#""B.v1":{}"#, r#""B.v1":{,"b":{}}"#.to_owned()),
         ] {
             assert_eq!(found(was, &now), None, "{now}");
         }
