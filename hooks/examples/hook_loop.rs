@@ -7,18 +7,18 @@
 //! first run's request is the file's and every later one the same other request, one child's
 //! `resourceVersion` away from it, so that it is answered from the kept one the first time and then
 //! found at once, as on the resyncs of a parent after a change in what no hook reads; with
-//! `outside` each differs from the one before outside every object, in the controller (a
-//! generation in it), which no hook reads, so it is answered from the kept one (`VARY=2`); with
-//! `shape` each differs from the one before in its shape (a top-level field whose name counts
-//! up), so it is decoded whole and kept (`VARY=4`); with `put-in` the file is a request with an
-//! object put in whose key and name are `@@` (as `make bench-load` writes them), or one in each of
-//! two maps, and each run's request has another name there, so that each is the one before with
-//! those objects taken out and others put in, spliced from it (`VARY=5`); with `read` each differs from the one before
-//! in the first object's `metadata.generation`, which the hooks decode, so it is the kept request
-//! with that object decoded anew (`VARY=3`); with `read2` each differs so in the generations of the
-//! first two objects that have one, each decoded anew when read; with `changed` every run decodes
-//! it whole and keeps nothing, as for a request that changed in its shape (the other memos still
-//! shared); with `cold` every run starts with empty memos, as the first sync
+//! `outside` each differs from the one before outside every object, in the controller (a generation
+//! in it), which no hook reads, so it is answered from the kept one (`VARY=2`); with `shape` each
+//! differs from the one before in its shape (a top-level field whose name counts up), so it is
+//! decoded whole and kept (`VARY=4`); with `put-in` the file is a request with an object put in
+//! whose key and name are `@@` (as `make bench-load` writes them), or one in each of two maps, and
+//! each run's request has another name there, so that each is the one before with those objects
+//! taken out and others put in, spliced from it (`VARY=5`); with `read` each differs from the one
+//! before in the first object's `metadata.generation`, which the hooks decode, so it is the kept
+//! request with that object decoded anew (`VARY=3`); with `read2` each differs so in the
+//! generations of the first two objects that have one, each decoded anew when read; with `changed`
+//! every run decodes it whole and keeps nothing, as for a request that changed in its shape (the
+//! other memos still shared); with `cold` every run starts with empty memos, as the first sync
 //! after a start (cert-rotation then checks its CAs and every leaf). With `floor` instead of a hook
 //! id it runs the benches' floor on the same bytes: parse into `serde_json::Value` and serialize it
 //! back; with `scan`, serde_json walking the bytes and keeping nothing. Meant for `valgrind
