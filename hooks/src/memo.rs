@@ -1301,6 +1301,17 @@ mod tests {
                 "{body}"
             );
         }
+        // Against the first: an object put in a map, and one changed in a map after it (its new
+        // text where the object put in before it moves it).
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        specs(&memo, body.as_bytes());
+        let first = decoded_of(&memo, body.as_bytes());
+        let changed = two_maps(&c, &child("u", "r"));
+        assert_eq!(specs(&memo, changed.as_bytes()).0, ["x", "z", "y"]);
+        assert_eq!(
+            spliced(&memo, changed.as_bytes(), &first).as_deref(),
+            Some([2, 4].as_slice())
+        );
         // Farther apart: spliced while the bytes from the first change to the last make up at
         // most three quarters of the request, else decoded whole without a look.
         for (pad, places) in [(600, Some(vec![2, 6])), (2000, None)] {
