@@ -1090,6 +1090,11 @@ mod tests {
             let quick = kept.edits(body.as_bytes(), changed.as_bytes(), differ, false);
             assert_eq!(quick, Some(expected), "{changed}");
         }
+        // Values alone in a request without maps: each an edit.
+        let bare = r#"{"controller":{"g":1},"parent":{"p":1},"finalizing":false}"#;
+        let changed = bare.replace("1", "22").replace("false", "true");
+        let expected = vec![change(0, 1), change(1, 1), change(2, -1)];
+        assert_eq!(edits(bare, &changed), Some(expected));
         // A value that is not one JSON value, one written with whitespace before it, a
         // top-level field's key: not values or a map's objects.
         for changed in [
