@@ -177,7 +177,7 @@ impl ObjectSpans {
     /// values whose text is another JSON value there, and maps of a type key that hold other
     /// objects (some taken out, others put in their place); `None` when it differs otherwise (in
     /// its top-level fields, a map's own braces, or where it is not JSON). `differing` is where
-    /// the two differ ([`crate::memo::differing`]). Each edit is the value or map that holds
+    /// the two differ (as `memo::differing` finds it). Each edit is the value or map that holds
     /// the first byte that differs after the edit before it, and ends where the text is the
     /// kept one again: a map where the objects that stay begin, found by reading its entries
     /// in `body`, and a value where its new text ends, found by reading it when `strict`, or
