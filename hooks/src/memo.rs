@@ -6,7 +6,7 @@
 //! only inside objects whose two texts decode to equal values decodes to the kept request, and one
 //! whose objects decode differently to the kept request with those decoded anew
 //! ([`DecodedRequests`]).
-use crate::contract::{Edit, Nested, ObjectSpans, ObjectWise, Section, Slot};
+use crate::contract::{differing, Edit, Nested, ObjectSpans, ObjectWise, Section, Slot};
 use crate::delete_graph::plan::PlanMemo;
 use crate::pki::PkiMemo;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate, RequestError};
@@ -777,42 +777,6 @@ impl<R: DecodedRequest> KeptRequest<R> {
             objects,
         })
     }
-}
-
-/// Where `a` and `b` differ: the length of their common prefix, then the ends in each of what
-/// lies between it and their common suffix (which does not overlap the prefix).
-pub(crate) fn differing(a: &[u8], b: &[u8]) -> (usize, usize, usize) {
-    let prefix = common_prefix(a, b);
-    let suffix = common_suffix(&a[prefix..], &b[prefix..]);
-    (prefix, a.len() - suffix, b.len() - suffix)
-}
-
-/// Bytes compared a run at a time (one `memcmp`) before the run that differs is looked into.
-const RUN: usize = 256;
-
-/// How many bytes `a` and `b` start with alike.
-pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let runs = a.chunks_exact(RUN).zip(b.chunks_exact(RUN));
-    let alike = runs.take_while(|(x, y)| x == y).count() * RUN;
-    alike
-        + a[alike..]
-            .iter()
-            .zip(&b[alike..])
-            .take_while(|(x, y)| x == y)
-            .count()
-}
-
-/// How many bytes `a` and `b` end with alike.
-fn common_suffix(a: &[u8], b: &[u8]) -> usize {
-    let runs = a.rchunks_exact(RUN).zip(b.rchunks_exact(RUN));
-    let alike = runs.take_while(|(x, y)| x == y).count() * RUN;
-    let (a, b) = (&a[..a.len() - alike], &b[..b.len() - alike]);
-    alike
-        + a.iter()
-            .rev()
-            .zip(b.iter().rev())
-            .take_while(|(x, y)| x == y)
-            .count()
 }
 
 impl<R> std::fmt::Debug for DecodedRequests<R> {
@@ -1828,27 +1792,6 @@ mod tests {
             assert_eq!(specs(&small, &body).0, ["x", "y"]);
         }
         assert_eq!(small.kept.len(), 0);
-    }
-
-    #[test]
-    fn differing_finds_the_bytes_between_the_common_prefix_and_suffix() {
-        assert_eq!(differing(b"abcXdef", b"abcYYdef"), (3, 4, 5));
-        assert_eq!(differing(b"abc", b"abc"), (3, 3, 3));
-        // The suffix does not overlap the prefix.
-        assert_eq!(differing(b"aa", b"aaa"), (2, 2, 3));
-        assert_eq!(differing(b"aXa", b"a"), (1, 3, 1));
-        // Past whole chunks on both sides.
-        let long: Vec<u8> = (0..2000).map(|i| (i % 251) as u8).collect();
-        let mut changed = long.clone();
-        changed[1000] = 255;
-        assert_eq!(differing(&long, &changed), (1000, 1001, 1001));
-        changed.insert(300, 7);
-        assert_eq!(differing(&long, &changed), (300, 1001, 1002));
-        // Different at both ends: the last run differs too.
-        let mut ends = long.clone();
-        ends[0] = 255;
-        ends[1999] = 255;
-        assert_eq!(differing(&long, &ends), (0, 2000, 2000));
     }
 
     #[test]

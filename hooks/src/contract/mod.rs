@@ -31,6 +31,7 @@ pub use object::{
 pub(crate) use object_map::{object_maps, other_type};
 pub use object_map::{ObjectMap, Objects};
 pub use patch::{escape_pointer, PatchOp};
+pub(crate) use spans::differing;
 pub use spans::{
     decodes_as, spliced, Change, Edit, GroupWise, Nested, ObjectSpan, ObjectSpans, ObjectWise,
     Reshape, Section, Slot,

@@ -26,7 +26,6 @@
 
 use super::object_map::NamedSeed;
 use super::{CompositeRequest, DecoratorRequest, Named, ObjectMap, Text};
-use crate::memo::common_prefix;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -177,7 +176,7 @@ impl ObjectSpans {
     /// values whose text is another JSON value there, and maps of a type key that hold other
     /// objects (some taken out, others put in their place); `None` when it differs otherwise (in
     /// its top-level fields, a map's own braces, or where it is not JSON). `differing` is where
-    /// the two differ (as `memo::differing` finds it). Each edit is the value or map that holds
+    /// the two differ (as `differing` finds it). Each edit is the value or map that holds
     /// the first byte that differs after the edit before it, and ends where the text is the
     /// kept one again: a map where the objects that stay begin, found by reading its entries
     /// in `body`, and a value where its new text ends, found by reading it when `strict`, or
@@ -461,6 +460,42 @@ fn after_whitespace(text: &[u8], at: usize) -> usize {
 /// Whether `byte` is whitespace in JSON (not every ASCII whitespace is).
 fn is_whitespace(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Where `a` and `b` differ: the length of their common prefix, then the ends in each of what
+/// lies between it and their common suffix (which does not overlap the prefix).
+pub(crate) fn differing(a: &[u8], b: &[u8]) -> (usize, usize, usize) {
+    let prefix = common_prefix(a, b);
+    let suffix = common_suffix(&a[prefix..], &b[prefix..]);
+    (prefix, a.len() - suffix, b.len() - suffix)
+}
+
+/// Bytes compared a run at a time (one `memcmp`) before the run that differs is looked into.
+const RUN: usize = 256;
+
+/// How many bytes `a` and `b` start with alike.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let runs = a.chunks_exact(RUN).zip(b.chunks_exact(RUN));
+    let alike = runs.take_while(|(x, y)| x == y).count() * RUN;
+    alike
+        + a[alike..]
+            .iter()
+            .zip(&b[alike..])
+            .take_while(|(x, y)| x == y)
+            .count()
+}
+
+/// How many bytes `a` and `b` end with alike.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let runs = a.rchunks_exact(RUN).zip(b.rchunks_exact(RUN));
+    let alike = runs.take_while(|(x, y)| x == y).count() * RUN;
+    let (a, b) = (&a[..a.len() - alike], &b[..b.len() - alike]);
+    alike
+        + a.iter()
+            .rev()
+            .zip(b.iter().rev())
+            .take_while(|(x, y)| x == y)
+            .count()
 }
 
 /// The length of the one JSON value `text` starts with, without whitespace before it.
@@ -974,7 +1009,7 @@ mod tests {
     fn edits(body: &str, changed: &str) -> Option<Vec<Edit>> {
         let sections = sections_of_request();
         let kept = ObjectSpans::of(body.as_bytes(), &sections).unwrap();
-        let differ = crate::memo::differing(body.as_bytes(), changed.as_bytes());
+        let differ = differing(body.as_bytes(), changed.as_bytes());
         let edits = kept.edits(body.as_bytes(), changed.as_bytes(), differ, true)?;
         let found = ObjectSpans::of(changed.as_bytes(), &sections);
         assert_eq!(Some(kept.edited(&edits)), found, "{changed}");
@@ -1086,7 +1121,7 @@ mod tests {
         ] {
             assert_eq!(edits(body, &changed), Some(expected.clone()), "{changed}");
             // Found from the common suffix alike.
-            let differ = crate::memo::differing(body.as_bytes(), changed.as_bytes());
+            let differ = differing(body.as_bytes(), changed.as_bytes());
             let quick = kept.edits(body.as_bytes(), changed.as_bytes(), differ, false);
             assert_eq!(quick, Some(expected), "{changed}");
         }
@@ -1108,7 +1143,7 @@ mod tests {
                 .replace(r#""children":"#, r#""kids":"#),
         ] {
             assert_eq!(edits(body, &changed), None, "{changed}");
-            let differ = crate::memo::differing(body.as_bytes(), changed.as_bytes());
+            let differ = differing(body.as_bytes(), changed.as_bytes());
             let quick = kept.edits(body.as_bytes(), changed.as_bytes(), differ, false);
             assert_eq!(quick, None, "{changed}");
         }
@@ -1162,7 +1197,7 @@ mod tests {
         let after = body.replace(r#""y":{"c":2}"#, r#""y":{"c":3},"y2":{"c":2}"#);
         assert_eq!(found(&after), Some((vec![3], vec![put_in(r#"{"c":2}"#)])));
         let kept = ObjectSpans::of(body.as_bytes(), &sections_of_request()).unwrap();
-        let differ = crate::memo::differing(body.as_bytes(), after.as_bytes());
+        let differ = differing(body.as_bytes(), after.as_bytes());
         let quick = kept.edits(body.as_bytes(), after.as_bytes(), differ, false);
         assert_eq!(quick, Some(vec![Edit::Value(Change { at: 3, grown: 13 })]));
         // An object put in after a map's last, where the common suffix begins before the
@@ -1172,6 +1207,27 @@ mod tests {
         // Not a map's entries where the first map differs: not edits.
         let broken = twice.replace(r#""B.v1":{"w""#, r#""B.v1":{"w" "#);
         assert_eq!(found(&broken.replace(r#""w" :"#, r#""w" "#)), None);
+    }
+
+    #[test]
+    fn differing_finds_the_bytes_between_the_common_prefix_and_suffix() {
+        assert_eq!(differing(b"abcXdef", b"abcYYdef"), (3, 4, 5));
+        assert_eq!(differing(b"abc", b"abc"), (3, 3, 3));
+        // The suffix does not overlap the prefix.
+        assert_eq!(differing(b"aa", b"aaa"), (2, 2, 3));
+        assert_eq!(differing(b"aXa", b"a"), (1, 3, 1));
+        // Past whole chunks on both sides.
+        let long: Vec<u8> = (0..2000).map(|i| (i % 251) as u8).collect();
+        let mut changed = long.clone();
+        changed[1000] = 255;
+        assert_eq!(differing(&long, &changed), (1000, 1001, 1001));
+        changed.insert(300, 7);
+        assert_eq!(differing(&long, &changed), (300, 1001, 1002));
+        // Different at both ends: the last run differs too.
+        let mut ends = long.clone();
+        ends[0] = 255;
+        ends[1999] = 255;
+        assert_eq!(differing(&long, &ends), (0, 2000, 2000));
     }
 
     #[test]
