@@ -250,8 +250,9 @@ impl ObjectSpans {
     /// The map of a type key whose text holds the byte at `at` (between its objects), with
     /// other objects in `body` (see [`Self::value_edit`]), and where the edit ends in the kept
     /// text. The objects before `at` stay, and so do those after it that the common suffix
-    /// holds, or else, in the map's entries read from `body`, the last ones that are the kept
-    /// text.
+    /// holds, or else those from where the rest of the map's text in `body`, after the entries
+    /// read so far, is the kept text ([`Self::rest_of_map`]), or else, in the map's entries
+    /// read from `body` to its `}`, the last ones that are the kept text.
     fn map_edit(
         &self,
         at: usize,
@@ -276,21 +277,31 @@ impl ObjectSpans {
             let after = before + objects[before..].partition_point(|o| o.start < suffix.kept_end);
             let to = objects.get(after).map_or(map.close, |o| o.start);
             let until = to.checked_add_signed(suffix.grown)?;
-            let (inserted, ends) = map_entries(body, there, before > 0, Some(until))?;
+            let (inserted, ends) = map_entries(body, there, before > 0, Some(until), |_, _| false)?;
             (ends == until).then_some((after, to, inserted, suffix.grown - shift))?
         } else {
-            let (mut inserted, close) = map_entries(body, there, before > 0, None)?;
-            // The objects that stay, from the last: those whose text up to the next (or to
-            // the map's `}`) is the kept text.
-            let (mut after, mut to, mut now) = (objects.len(), map.close, close);
-            while let (true, Some(value)) = (after > before, inserted.last()) {
-                let object = &objects[after - 1];
-                if kept.get(object.start..to)? != body.get(value.start..now)? {
-                    break;
+            let mut rest = None;
+            let (mut inserted, close) = map_entries(body, there, before > 0, None, |at, read| {
+                rest = self.rest_of_map(map, kept, body, before, at, read > 0 || before > 0);
+                rest.is_some()
+            })?;
+            let (after, to, now) = match rest {
+                Some(found) => found,
+                // The objects that stay, from the last: those whose text up to the next (or
+                // to the map's `}`) is the kept text.
+                None => {
+                    let (mut after, mut to, mut now) = (objects.len(), map.close, close);
+                    while let (true, Some(value)) = (after > before, inserted.last()) {
+                        let object = &objects[after - 1];
+                        if kept.get(object.start..to)? != body.get(value.start..now)? {
+                            break;
+                        }
+                        (after, to, now) = (after - 1, object.start, value.start);
+                        inserted.pop();
+                    }
+                    (after, to, now)
                 }
-                (after, to, now) = (after - 1, object.start, value.start);
-                inserted.pop();
-            }
+            };
             (after, to, inserted, now as isize - to as isize - shift)
         };
         let base = map.objects.start;
@@ -303,6 +314,51 @@ impl ObjectSpans {
             grown,
         };
         Some((Edit::Map(reshape), to))
+    }
+
+    /// Whether the text of `map` in `body` from `at` is the kept text of its rest: from the end
+    /// of the objects before `before` that stay and of up to [`TAKEN_OUT_LOOKED_FOR`] taken out
+    /// after them, to the map's `}`. `at` is where `body` has the entries put in, read so far,
+    /// and `after_value` whether a value is right before it (an entry read, or an object that
+    /// stays): a comma is then there or in the kept text, or a comma between the two is left
+    /// out, as the map's first entry has none; whitespace around it may differ. The first
+    /// object that stays (its place among the map's objects, or their count when none does),
+    /// where its text begins in the kept text (or the map's `}`), and where that is in `body`.
+    fn rest_of_map(
+        &self,
+        map: &MapSpan,
+        kept: &[u8],
+        body: &[u8],
+        before: usize,
+        at: usize,
+        after_value: bool,
+    ) -> Option<(usize, usize, usize)> {
+        let objects = &self.values[map.objects.clone()];
+        let last = objects.len().min(before + TAKEN_OUT_LOOKED_FOR);
+        let here = after_whitespace(body, at);
+        (before..=last).find_map(|after| {
+            // Where the kept text is read from: after the objects taken out, or the `{`.
+            let start = after
+                .checked_sub(1)
+                .map_or(map.open + 1, |o| objects[o].end);
+            let rest = after_whitespace(kept, start);
+            let (kept_from, body_from) = match (after > 0, after_value, kept.get(rest)?) {
+                (true, true, _) | (false, false, _) | (_, _, b'}') => (rest, here),
+                // After the `{`, and after a value in `body`: a comma between them.
+                (false, true, _) => {
+                    let comma = body.get(here) == Some(&b',');
+                    (rest, comma.then(|| after_whitespace(body, here + 1))?)
+                }
+                // After a value in the kept text, and after the `{` in `body`: its comma left out.
+                (true, false, b',') => (after_whitespace(kept, rest + 1), here),
+                (true, false, _) => return None,
+            };
+            let rest = kept.get(kept_from..=map.close)?;
+            body.get(body_from..)?.starts_with(rest).then(|| {
+                let to = objects.get(after).map_or(map.close, |o| o.start);
+                (after, to, body_from + (to - kept_from))
+            })
+        })
     }
 
     /// The object at `at`, with its place among the objects of its section and type key (as
@@ -408,6 +464,11 @@ impl ObjectSpans {
     }
 }
 
+/// How many objects taken out of a map at one place the walk looks for where the map's text in
+/// a body is the kept text again ([`ObjectSpans::rest_of_map`]): more taken out are found by
+/// reading the map's entries to its `}`.
+const TAKEN_OUT_LOOKED_FOR: usize = 4;
+
 /// Where two bodies' common suffix begins in the kept one, and how much longer the other is.
 #[derive(Clone, Copy)]
 struct Suffix {
@@ -418,15 +479,21 @@ struct Suffix {
 /// The values of a run of a map's entries in `text` from `at`, which is right after the map's
 /// `{` or, when `after_value`, after an entry's value: where each value is, and where the run
 /// ends, at the map's `}` or, with `until`, where a value begins there that the run does not
-/// hold. `None` when that is not what the text is.
+/// hold, or where `stop`, asked with where the run is and how many values it has read before
+/// each entry (right after the last value, or at `at`), says it ends. `None` when that is not
+/// what the text is.
 fn map_entries(
     text: &[u8],
     mut at: usize,
     mut after_value: bool,
     until: Option<usize>,
+    mut stop: impl FnMut(usize, usize) -> bool,
 ) -> Option<(Vec<Range<usize>>, usize)> {
     let mut values = Vec::new();
     loop {
+        if stop(at, values.len()) {
+            return Some((values, at));
+        }
         at = after_whitespace(text, at);
         match *text.get(at)? {
             b'}' => return Some((values, at)),
@@ -1207,6 +1274,113 @@ mod tests {
         // Not a map's entries where the first map differs: not edits.
         let broken = twice.replace(r#""B.v1":{"w""#, r#""B.v1":{"w" "#);
         assert_eq!(found(&broken.replace(r#""w" :"#, r#""w" "#)), None);
+    }
+
+    /// Where `rest_of_map` finds the kept text of the rest of the map at `map` of `body` again
+    /// in `changed`, asked right after the first `read` in it (or, when `read` is empty, where
+    /// `changed` has the kept text's end of the object before `before`, or its map's `{`): the
+    /// first object that stays, and the first bytes there in both.
+    fn rest_found(
+        body: &str,
+        changed: &str,
+        map: usize,
+        before: usize,
+        read: &str,
+    ) -> Option<(usize, String, String)> {
+        let kept = ObjectSpans::of(body.as_bytes(), &sections_of_request()).unwrap();
+        let map = &kept.maps[map];
+        let objects = &kept.values[map.objects.clone()];
+        let at = match read {
+            "" => before
+                .checked_sub(1)
+                .map_or(map.open + 1, |o| objects[o].end),
+            _ => changed.find(read).unwrap() + read.len(),
+        };
+        let after_value = !read.is_empty() || before > 0;
+        let (after, to, now) = kept.rest_of_map(
+            map,
+            body.as_bytes(),
+            changed.as_bytes(),
+            before,
+            at,
+            after_value,
+        )?;
+        let first = |text: &str, at: usize| text[at..].chars().take(7).collect();
+        Some((after, first(body, to), first(changed, now)))
+    }
+
+    #[test]
+    fn the_rest_of_a_map_is_found_where_its_kept_text_begins_again() {
+        let body = r#"{"controller":{"g":1},"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}},"B.v1":{}},"related":{"A.v1":{"z":{"r":1}}},"finalizing":false}"#;
+        let (x, y, w) = (r#""x":{"c":1}"#, r#""y":{"c":2}"#, r#""w":{"c":0}"#);
+        let found = |was: &str, now: &str, map, before, read| {
+            rest_found(body, &body.replace(was, now), map, before, read)
+        };
+        let at = |after, text: &str| Some((after, text.to_owned(), text.to_owned()));
+        let (at_x, at_y, close) = (r#"{"c":1}"#, r#"{"c":2}"#, "},\"B.v1");
+        // Put in first (a comma between it and the kept text), between, last.
+        assert_eq!(found(x, &format!("{w},{x}"), 0, 0, w), at(0, at_x));
+        assert_eq!(found(x, &format!("{x},{w}"), 0, 1, w), at(1, at_y));
+        assert_eq!(found(y, &format!("{y},{w}"), 0, 2, w), at(2, close));
+        // Taken out first (the kept comma after it left out), all, one in the place of one.
+        assert_eq!(found(&format!("{x},"), "", 0, 0, ""), at(1, at_y));
+        assert_eq!(found(&format!("{x},{y}"), "", 0, 0, ""), at(2, close));
+        assert_eq!(found(x, w, 0, 0, w), at(1, at_y));
+        // Put in an empty map.
+        let empty = (0, "}},\"rel".to_owned(), "}},\"rel".to_owned());
+        assert_eq!(
+            found(r#""B.v1":{}"#, r#""B.v1":{"b":{}}"#, 1, 0, r#""b":{}"#),
+            Some(empty)
+        );
+        // Not yet the kept text, or not JSON with it: no comma, or two.
+        assert_eq!(found(x, &format!("{w},{x}"), 0, 0, ""), None);
+        assert_eq!(found(x, &format!("{w}{x}"), 0, 0, w), None);
+        assert_eq!(found(y, &format!("{w},,{y}"), 0, 1, w), None);
+        // Objects taken out at one place: up to `TAKEN_OUT_LOOKED_FOR` are looked for.
+        let many: Vec<String> = (0..7).map(|i| format!(r#""o{i}":{{"c":{i}}}"#)).collect();
+        let body = body.replace(&format!("{x},{y}"), &many.join(","));
+        let taken_out = |n: usize| {
+            let was = many[1..=n].join(",") + ",";
+            rest_found(&body, &body.replacen(&was, "", 1), 0, 1, "")
+        };
+        let at_o = |i: usize| format!(r#"{{"c":{i}}}"#);
+        assert_eq!(taken_out(TAKEN_OUT_LOOKED_FOR), at(5, &at_o(5)));
+        assert_eq!(taken_out(TAKEN_OUT_LOOKED_FOR + 1), None);
+    }
+
+    #[test]
+    fn objects_put_in_and_taken_out_before_other_edits_are_found() {
+        let body = r#"{"controller":{"g":1},"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}},"B.v1":{}},"related":{"A.v1":{"z":{"r":1}}},"finalizing":false}"#;
+        // The common suffix begins after the map, at the flag that changed after it.
+        let found = |was: &str, now: &str| {
+            let changed = body.replace(was, now).replace("false", "true");
+            let edits = edits(body, &changed)?;
+            let flag = Edit::Value(Change { at: 5, grown: -1 });
+            assert_eq!(edits.last(), Some(&flag), "{changed}");
+            Some(reshapes(&changed, &edits))
+        };
+        let (x, y, w) = (r#""x":{"c":1}"#, r#""y":{"c":2}"#, r#""w":{"c":0}"#);
+        let c0 = || vec![r#"{"c":0}"#.to_owned()];
+        assert_eq!(found(x, &format!("{w},{x}")), Some(vec![(vec![], c0())]));
+        assert_eq!(found(x, &format!("{x},{w}")), Some(vec![(vec![], c0())]));
+        assert_eq!(found(y, &format!("{y},{w}")), Some(vec![(vec![], c0())]));
+        assert_eq!(found(&format!("{x},"), ""), Some(vec![(vec![2], vec![])]));
+        assert_eq!(
+            found(&format!("{x},{y}"), ""),
+            Some(vec![(vec![2, 3], vec![])])
+        );
+        assert_eq!(found(y, w), Some(vec![(vec![3], c0())]));
+        let into_empty = Some(vec![(vec![], vec!["{}".to_owned()])]);
+        assert_eq!(found(r#""B.v1":{}"#, r#""B.v1":{"b":{}}"#), into_empty);
+        // With other whitespace around the comma.
+        assert_eq!(found(x, &format!("{w}, {x}")), Some(vec![(vec![], c0())]));
+        // More taken out at one place than are looked for, the same way.
+        let many: Vec<String> = (0..7).map(|i| format!(r#""o{i}":{{"c":{i}}}"#)).collect();
+        let body = body.replace(&format!("{x},{y}"), &many.join(","));
+        let was = many[1..=TAKEN_OUT_LOOKED_FOR + 1].join(",") + ",";
+        let changed = body.replacen(&was, "", 1).replace("false", "true");
+        let edits = edits(&body, &changed).unwrap();
+        assert_eq!(reshapes(&changed, &edits), vec![((3..8).collect(), vec![])]);
     }
 
     #[test]
