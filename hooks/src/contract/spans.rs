@@ -316,14 +316,15 @@ impl ObjectSpans {
         Some((Edit::Map(reshape), to))
     }
 
-    /// Whether the text of `map` in `body` from `at` is the kept text of its rest: from the end
-    /// of the objects before `before` that stay and of up to [`TAKEN_OUT_LOOKED_FOR`] taken out
-    /// after them, to the map's `}`. `at` is where `body` has the entries put in, read so far,
-    /// and `after_value` whether a value is right before it (an entry read, or an object that
-    /// stays): a comma is then there or in the kept text, or a comma between the two is left
-    /// out, as the map's first entry has none; whitespace around it may differ. The first
-    /// object that stays (its place among the map's objects, or their count when none does),
-    /// where its text begins in the kept text (or the map's `}`), and where that is in `body`.
+    /// Where the text of `map` in `body` from `at` is the kept text of the map's rest, from the
+    /// end of the objects before `before` that stay, or of up to [`TAKEN_OUT_LOOKED_FOR`] taken
+    /// out after them, to its `}`: the first object that stays (its place among the map's
+    /// objects, or their count when none does), where its text begins in the kept text (or the
+    /// map's `}`), and where that is in `body`; `None` when the text there is not that. `at` is
+    /// where `body` has the entries put in, read so far, and `after_value` whether a value is
+    /// right before it (an entry read, or an object that stays): a comma is then there or in the
+    /// kept text, or a comma between the two is left out, as a map's first entry has none;
+    /// whitespace around it may differ.
     fn rest_of_map(
         &self,
         map: &MapSpan,
@@ -341,20 +342,20 @@ impl ObjectSpans {
             let start = after
                 .checked_sub(1)
                 .map_or(map.open + 1, |o| objects[o].end);
-            let rest = after_whitespace(kept, start);
-            let (kept_from, body_from) = match (after > 0, after_value, kept.get(rest)?) {
-                (true, true, _) | (false, false, _) | (_, _, b'}') => (rest, here),
+            let next = after_whitespace(kept, start);
+            let (kept_from, body_from) = match (after > 0, after_value, kept.get(next)?) {
+                (true, true, _) | (false, false, _) | (_, _, b'}') => (next, here),
                 // After the `{`, and after a value in `body`: a comma between them.
                 (false, true, _) => {
                     let comma = body.get(here) == Some(&b',');
-                    (rest, comma.then(|| after_whitespace(body, here + 1))?)
+                    (next, comma.then(|| after_whitespace(body, here + 1))?)
                 }
                 // After a value in the kept text, and after the `{` in `body`: its comma left out.
-                (true, false, b',') => (after_whitespace(kept, rest + 1), here),
+                (true, false, b',') => (after_whitespace(kept, next + 1), here),
                 (true, false, _) => return None,
             };
-            let rest = kept.get(kept_from..=map.close)?;
-            body.get(body_from..)?.starts_with(rest).then(|| {
+            let kept_rest = kept.get(kept_from..=map.close)?;
+            body.get(body_from..)?.starts_with(kept_rest).then(|| {
                 let to = objects.get(after).map_or(map.close, |o| o.start);
                 (after, to, body_from + (to - kept_from))
             })
