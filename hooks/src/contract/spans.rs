@@ -1084,6 +1084,20 @@ mod tests {
         Some(edits)
     }
 
+    /// A request with maps of objects in `children` and `related` (one empty), and values
+    /// around them, for the tests of edits.
+    const MAPS_REQUEST: &str = r#"{"controller":{"g":1},"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}},"B.v1":{}},"related":{"A.v1":{"z":{"r":1}}},"finalizing":false}"#;
+
+    /// `body` with the objects `x` and `y` of its first map in place of seven, `o0` to `o6`,
+    /// and the texts of those seven entries.
+    fn with_seven_objects(body: &str) -> (String, Vec<String>) {
+        let seven: Vec<String> = (0..7).map(|i| format!(r#""o{i}":{{"c":{i}}}"#)).collect();
+        (
+            body.replace(r#""x":{"c":1},"y":{"c":2}"#, &seven.join(",")),
+            seven,
+        )
+    }
+
     /// What a map took out and put in, each as `edits` finds it: the places taken out, and the
     /// texts put in.
     fn reshapes(changed: &str, edits: &[Edit]) -> Vec<(Vec<usize>, Vec<String>)> {
@@ -1114,7 +1128,7 @@ mod tests {
 
     #[test]
     fn objects_taken_out_of_a_map_and_put_in_are_found() {
-        let body = r#"{"controller":{"g":1},"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}},"B.v1":{}},"related":{"A.v1":{"z":{"r":1}}},"finalizing":false}"#;
+        let body = MAPS_REQUEST;
         let found = |was: &str, now: &str| reshape(body, was, now);
         let some = |removed: &[usize], inserted: &[&str]| {
             let inserted = inserted.iter().map(|s| s.to_string()).collect();
@@ -1219,7 +1233,7 @@ mod tests {
 
     #[test]
     fn values_and_maps_that_differ_are_edits_in_the_order_of_the_text() {
-        let body = r#"{"controller":{"g":1},"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}},"B.v1":{}},"related":{"A.v1":{"z":{"r":1}}},"finalizing":false}"#;
+        let body = MAPS_REQUEST;
         let found = |changed: &str| {
             let edits = edits(body, changed)?;
             let values: Vec<usize> = edits
@@ -1312,7 +1326,7 @@ mod tests {
 
     #[test]
     fn the_rest_of_a_map_is_found_where_its_kept_text_begins_again() {
-        let body = r#"{"controller":{"g":1},"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}},"B.v1":{}},"related":{"A.v1":{"z":{"r":1}}},"finalizing":false}"#;
+        let body = MAPS_REQUEST;
         let (x, y, w) = (r#""x":{"c":1}"#, r#""y":{"c":2}"#, r#""w":{"c":0}"#);
         let found = |was: &str, now: &str, map, before, read| {
             rest_found(body, &body.replace(was, now), map, before, read)
@@ -1338,8 +1352,7 @@ mod tests {
         assert_eq!(found(x, &format!("{w}{x}"), 0, 0, w), None);
         assert_eq!(found(y, &format!("{w},,{y}"), 0, 1, w), None);
         // Objects taken out at one place: up to `TAKEN_OUT_LOOKED_FOR` are looked for.
-        let many: Vec<String> = (0..7).map(|i| format!(r#""o{i}":{{"c":{i}}}"#)).collect();
-        let body = body.replace(&format!("{x},{y}"), &many.join(","));
+        let (body, many) = with_seven_objects(body);
         let taken_out = |n: usize| {
             let was = many[1..=n].join(",") + ",";
             rest_found(&body, &body.replacen(&was, "", 1), 0, 1, "")
@@ -1351,7 +1364,7 @@ mod tests {
 
     #[test]
     fn objects_put_in_and_taken_out_before_other_edits_are_found() {
-        let body = r#"{"controller":{"g":1},"parent":{"p":1},"children":{"A.v1":{"x":{"c":1},"y":{"c":2}},"B.v1":{}},"related":{"A.v1":{"z":{"r":1}}},"finalizing":false}"#;
+        let body = MAPS_REQUEST;
         // The common suffix begins after the map, at the flag that changed after it.
         let found = |was: &str, now: &str| {
             let changed = body.replace(was, now).replace("false", "true");
@@ -1376,8 +1389,7 @@ mod tests {
         // With other whitespace around the comma.
         assert_eq!(found(x, &format!("{w}, {x}")), Some(vec![(vec![], c0())]));
         // More taken out at one place than are looked for, the same way.
-        let many: Vec<String> = (0..7).map(|i| format!(r#""o{i}":{{"c":{i}}}"#)).collect();
-        let body = body.replace(&format!("{x},{y}"), &many.join(","));
+        let (body, many) = with_seven_objects(body);
         let was = many[1..=TAKEN_OUT_LOOKED_FOR + 1].join(",") + ",";
         let changed = body.replacen(&was, "", 1).replace("false", "true");
         let edits = edits(&body, &changed).unwrap();
