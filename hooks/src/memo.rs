@@ -273,8 +273,8 @@ struct SplicedObject {
 }
 
 impl<R: DecodedRequest> Splice<R> {
-    /// `base`'s request, cloned, with each spliced group made what it is in the body; `None`
-    /// if an object does not decode.
+    /// `base`'s request, cloned (its maps' objects shared, each an `Arc`), with each spliced
+    /// group made what it is in the body; `None` if an object does not decode.
     pub fn request(&self) -> Option<R::Request<'_>> {
         let mut request = self.base.request().clone();
         for group in &self.groups {
@@ -1128,6 +1128,23 @@ mod tests {
             return None;
         };
         assert!(Arc::ptr_eq(&splice.base, base));
+        // The children kept from the base are the base's own objects, shared, not copies.
+        let request = kept.decoded.request();
+        let children = splice
+            .groups
+            .iter()
+            .filter(|g| g.section == Section::Children);
+        for group in children {
+            let (now, before) = (
+                request.children.get(&group.type_key),
+                base.request().children.get(&group.type_key),
+            );
+            for (object, place) in now.iter().zip(&group.places) {
+                if let Place::Base(at) = *place {
+                    assert!(Arc::ptr_eq(object, &before[at]));
+                }
+            }
+        }
         Some(splice.objects.iter().map(|o| o.at).collect())
     }
 

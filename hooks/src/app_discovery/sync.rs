@@ -13,6 +13,7 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use time::OffsetDateTime;
 
 pub const KEPTN_API: &str = "lifecycle.keptn.sh/v1";
@@ -157,9 +158,9 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
     let previous = &parent.status.conditions;
     let generation = parent.metadata.generation;
 
-    let mut requests: Vec<&KeptnObject> = req.children.requests.iter().collect();
+    let mut requests: Vec<&KeptnObject> = req.children.requests.iter().map(Arc::as_ref).collect();
     requests.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    let mut child_apps: Vec<&KeptnObject> = req.children.apps.iter().collect();
+    let mut child_apps: Vec<&KeptnObject> = req.children.apps.iter().map(Arc::as_ref).collect();
     child_apps.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
 
     // Step 0: the discovery window.
@@ -185,6 +186,7 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
         .related
         .apps
         .iter()
+        .map(Arc::as_ref)
         .filter(|a| in_namespace(a))
         .collect();
     let find_app = |name: &str| {
@@ -259,6 +261,7 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
             .related
             .workloads
             .iter()
+            .map(Arc::as_ref)
             .filter(|w| w.metadata.namespace_or(namespace) == namespace)
             .collect();
         w.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));

@@ -182,6 +182,7 @@ fn plan<'r>(
         .related
         .secrets
         .iter()
+        .map(Arc::as_ref)
         .filter(|s| in_ns(&s.metadata))
         .collect();
     let ours: HashSet<&str> = req
@@ -211,6 +212,7 @@ fn plan<'r>(
         .related
         .mrcs
         .iter()
+        .map(Arc::as_ref)
         .filter(|m| in_ns(&m.metadata) && !m.metadata.is_terminating())
         .collect();
     mrcs.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
@@ -366,7 +368,7 @@ fn issue<'a>(
         .children
         .secrets
         .iter()
-        .map(|o| (o.metadata.name.as_str(), o))
+        .map(|o| (o.metadata.name.as_str(), &**o))
         .collect();
     let mut earliest_renewal: Option<OffsetDateTime> = None;
     for cert in &spec.certificates {
@@ -514,9 +516,10 @@ fn freeze<'a>(
     now: OffsetDateTime,
 ) -> SyncResponse<'a> {
     let ns = req.parent.metadata.namespace.as_deref().unwrap_or("");
-    let mut config_maps: Vec<&DataObject> = req.children.config_maps.iter().collect();
+    let mut config_maps: Vec<&DataObject> =
+        req.children.config_maps.iter().map(Arc::as_ref).collect();
     config_maps.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    let mut secrets: Vec<&DataObject> = req.children.secrets.iter().collect();
+    let mut secrets: Vec<&DataObject> = req.children.secrets.iter().map(Arc::as_ref).collect();
     secrets.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let children = config_maps
         .into_iter()

@@ -3,6 +3,8 @@
 //! dropped on decode: names and namespaces are read from the objects themselves. Each object
 //! must have a name ([`Named`]), and a map of the objects a hook answers for may hold no object
 //! of a type the hook does not keep ([`other_type`]).
+//! Each object is held in an `Arc`: a request spliced from a kept one (`crate::memo::Splice`)
+//! shares the objects it keeps with it, so that making one copies pointers, not objects.
 
 use super::object::{named, Named};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -10,13 +12,14 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// Every type key of an object map, each object decoded as a `T`. For the objects a hook
 /// answers for (`children`, `attachments`) use an `object_maps!` `kept struct` instead: a hook
 /// that reads some type keys of an `ObjectMap` leaves the objects of the others out of its answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ObjectMap<T> {
-    groups: BTreeMap<String, Vec<T>>,
+    groups: BTreeMap<String, Vec<Arc<T>>>,
 }
 
 impl<T> Default for ObjectMap<T> {
@@ -30,12 +33,12 @@ impl<T> Default for ObjectMap<T> {
 impl<T> ObjectMap<T> {
     /// The objects of one type key such as `Pod.v1` or `KeptnApp.lifecycle.keptn.sh/v1`, in the
     /// order of the request; empty when the key is absent.
-    pub fn get(&self, type_key: &str) -> &[T] {
+    pub fn get(&self, type_key: &str) -> &[Arc<T>] {
         self.groups.get(type_key).map_or(&[], Vec::as_slice)
     }
 
     /// The objects of one type key, when it is there.
-    pub(super) fn group_mut(&mut self, type_key: &str) -> Option<&mut Vec<T>> {
+    pub(super) fn group_mut(&mut self, type_key: &str) -> Option<&mut Vec<Arc<T>>> {
         self.groups.get_mut(type_key)
     }
 
@@ -82,7 +85,7 @@ impl<'de, T: Deserialize<'de> + Named> Visitor<'de> for ObjectMapVisitor<T> {
 
 /// One inner map, keys dropped, values kept in request order; `null` is empty. Hooks whose maps
 /// hold several types decode each type key with its own `Objects<T>`.
-pub struct Objects<T>(pub Vec<T>);
+pub struct Objects<T>(pub Vec<Arc<T>>);
 
 impl<'de, T: Deserialize<'de> + Named> Deserialize<'de> for Objects<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -107,7 +110,7 @@ impl<'de, T: Deserialize<'de> + Named> Visitor<'de> for ObjectsVisitor<T> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
         while let Some(IgnoredAny) = map.next_key()? {
-            out.push(map.next_value_seed(NamedSeed(PhantomData))?);
+            out.push(Arc::new(map.next_value_seed(NamedSeed(PhantomData))?));
         }
         Ok(Objects(out))
     }
@@ -192,7 +195,7 @@ macro_rules! object_maps {
         $(#[$meta])*
         #[derive(Debug, Clone, Default, PartialEq)]
         $vis struct $name $(<$lt>)? {
-            $(pub $field: Vec<$ty>,)*
+            $(pub $field: Vec<std::sync::Arc<$ty>>,)*
         }
 
         impl<'de $(: $lt, $lt)?> serde::Deserialize<'de> for $name $(<$lt>)? {
@@ -238,7 +241,7 @@ macro_rules! object_maps {
             ) -> Option<bool> {
                 $(
                     if type_key == $key {
-                        return $crate::contract::decodes_as(self.$field.get(ordinal)?, new);
+                        return $crate::contract::decodes_as(&**self.$field.get(ordinal)?, new);
                     }
                 )*
                 // Another type key: skipped, or in a map the hook answers for refused (so no

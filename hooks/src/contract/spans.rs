@@ -841,7 +841,7 @@ pub enum Slot<'a> {
 /// The objects of one group of a request, `kept`, made those of `slots`; `None` if one does
 /// not decode, is not there or is taken twice.
 pub fn spliced<'a, T: Deserialize<'a> + Named>(
-    kept: &mut Vec<T>,
+    kept: &mut Vec<Arc<T>>,
     slots: &[Slot<'a>],
 ) -> Option<()> {
     // Each object kept where it was: those decoded anew put in place.
@@ -853,17 +853,17 @@ pub fn spliced<'a, T: Deserialize<'a> + Named>(
     if in_place {
         for (object, slot) in kept.iter_mut().zip(slots) {
             if let Slot::New(text) = slot {
-                *object = text.decode()?;
+                *object = Arc::new(text.decode()?);
             }
         }
         return Some(());
     }
-    let mut old: Vec<Option<T>> = std::mem::take(kept).into_iter().map(Some).collect();
+    let mut old: Vec<Option<Arc<T>>> = std::mem::take(kept).into_iter().map(Some).collect();
     *kept = slots
         .iter()
         .map(|slot| match *slot {
             Slot::Kept(at) => old.get_mut(at)?.take(),
-            Slot::New(text) => text.decode(),
+            Slot::New(text) => text.decode().map(Arc::new),
         })
         .collect::<Option<_>>()?;
     Some(())
@@ -935,7 +935,7 @@ object_wise!(DecoratorRequest, object, attachments);
 /// Every object of an [`ObjectMap`] is a `T`.
 impl<'a, T: Deserialize<'a> + Named + PartialEq> GroupWise<'a> for ObjectMap<T> {
     fn same_object(&self, type_key: &str, ordinal: usize, new: &'a Nested) -> Option<bool> {
-        decodes_as(self.get(type_key).get(ordinal)?, new)
+        decodes_as(&**self.get(type_key).get(ordinal)?, new)
     }
 
     fn splice_group(&mut self, type_key: &str, slots: &[Slot<'a>]) -> Option<()> {

@@ -15,6 +15,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use time::OffsetDateTime;
 
 pub const LABEL_SET: &str = "metahooks.dev/workload-set";
@@ -251,7 +252,7 @@ pub fn reconcile<'a>(
 
     // 1. The spec workloads by name, classification and states of the observed Pods.
     let desired: HashMap<&str, &Planned> = workloads.iter().map(|w| (w.name.as_str(), w)).collect();
-    let states: Vec<State> = pods.iter().map(observed_state).collect();
+    let states: Vec<State> = pods.iter().map(|pod| observed_state(pod)).collect();
     let workload_of = |pod: &'a Pod<'a>| pod.metadata.labels.get(LABEL_WORKLOAD).map(Text::as_str);
     let mut pods_of: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut current_of: HashMap<&str, usize> = HashMap::new();
@@ -437,7 +438,7 @@ fn stopping_state(w: &str, kept_for: &HashMap<&str, Vec<&str>>) -> WorkloadState
 
 /// A bad spec: keep every non-terminating Pod, create nothing, keep the previous status (§6.1).
 fn freeze<'a>(
-    pods: &'a [Pod<'a>],
+    pods: &'a [Arc<Pod<'a>>],
     namespace: &'a str,
     previous: &WorkloadSetStatus<'a>,
     valid: Condition,

@@ -14,6 +14,7 @@ use ring::rand::SecureRandom;
 use serde::Serialize;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use time::{Duration, OffsetDateTime};
 
 pub const LABEL_MRC: &str = "metahooks.dev/mesh-root-certificate";
@@ -73,6 +74,7 @@ pub fn sync<'a>(
         .related
         .managers
         .iter()
+        .map(Arc::as_ref)
         .filter(|m| in_ns(&m.metadata))
         .collect();
 
