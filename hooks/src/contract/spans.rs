@@ -268,9 +268,7 @@ impl ObjectSpans {
         let map = &self.maps[place];
         let objects = &self.values[map.objects.clone()];
         let before = objects.partition_point(|o| o.end <= at);
-        let from = before
-            .checked_sub(1)
-            .map_or(map.open + 1, |o| objects[o].end);
+        let from = self.after_objects(map, before);
         let there = from.checked_add_signed(shift)?;
         let (after, to, inserted, grown) = if suffix.kept_end <= map.close {
             // The rest of the map, from the first object the suffix holds, is the suffix.
@@ -339,10 +337,7 @@ impl ObjectSpans {
         let here = after_whitespace(body, at);
         (before..=last).find_map(|after| {
             // Where the kept text is read from: after the objects taken out, or the `{`.
-            let start = after
-                .checked_sub(1)
-                .map_or(map.open + 1, |o| objects[o].end);
-            let next = after_whitespace(kept, start);
+            let next = after_whitespace(kept, self.after_objects(map, after));
             let (kept_from, body_from) = match (after > 0, after_value, kept.get(next)?) {
                 (true, true, _) | (false, false, _) | (_, _, b'}') => (next, here),
                 // After the `{`, and after a value in `body`: a comma between them.
@@ -360,6 +355,14 @@ impl ObjectSpans {
                 (after, to, body_from + (to - kept_from))
             })
         })
+    }
+
+    /// Where the text of `map` goes on after its first `count` objects: at the end of the last
+    /// of them, or right after its `{`.
+    fn after_objects(&self, map: &MapSpan, count: usize) -> usize {
+        count
+            .checked_sub(1)
+            .map_or(map.open + 1, |o| self.values[map.objects.start + o].end)
     }
 
     /// The object at `at`, with its place among the objects of its section and type key (as
@@ -1304,11 +1307,8 @@ mod tests {
     ) -> Option<(usize, String, String)> {
         let kept = ObjectSpans::of(body.as_bytes(), &sections_of_request()).unwrap();
         let map = &kept.maps[map];
-        let objects = &kept.values[map.objects.clone()];
         let at = match read {
-            "" => before
-                .checked_sub(1)
-                .map_or(map.open + 1, |o| objects[o].end),
+            "" => kept.after_objects(map, before),
             _ => changed.find(read).unwrap() + read.len(),
         };
         let after_value = !read.is_empty() || before > 0;
