@@ -368,7 +368,8 @@ fn issue<'a>(
         .children
         .secrets
         .iter()
-        .map(|o| (o.metadata.name.as_str(), &**o))
+        .map(Arc::as_ref)
+        .map(|o| (o.metadata.name.as_str(), o))
         .collect();
     let mut earliest_renewal: Option<OffsetDateTime> = None;
     for cert in &spec.certificates {

@@ -252,7 +252,7 @@ pub fn reconcile<'a>(
 
     // 1. The spec workloads by name, classification and states of the observed Pods.
     let desired: HashMap<&str, &Planned> = workloads.iter().map(|w| (w.name.as_str(), w)).collect();
-    let states: Vec<State> = pods.iter().map(|pod| observed_state(pod)).collect();
+    let states: Vec<State> = pods.iter().map(Arc::as_ref).map(observed_state).collect();
     let workload_of = |pod: &'a Pod<'a>| pod.metadata.labels.get(LABEL_WORKLOAD).map(Text::as_str);
     let mut pods_of: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut current_of: HashMap<&str, usize> = HashMap::new();
