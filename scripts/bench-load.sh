@@ -249,7 +249,7 @@ idle_driver=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || 
 halt_poll=$(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns 2>/dev/null || true)
 echo "cpuidle driver: ${idle_driver}${halt_poll:+; haltpoll guest_halt_poll_ns: $halt_poll}"
 echo
-echo "Targets of the performance issue, in this run (docs/BENCHMARKS.md, \"Against the targets\"):"
+echo "Targets of the performance issue, in this run (docs/BENCHMARKS.md, \"Where it stands\"):"
 printf -- "- at least 1.5 times the naive JSON floor on every row: %s (lowest %.2f, %s)\n" \
   "$(verdict "$naive_low >= 1.5")" "$naive_low" "$naive_low_row"
 if [ -n "$echo_rows" ]; then
