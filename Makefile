@@ -68,7 +68,7 @@ fuzz:
 
 ## Mutation testing of both crates, each mutant against its own crate's tests: every mutant
 ## they leave alive is listed in target/mutants.out/missed.txt (cargo-mutants from crates.io;
-## about 80 minutes on 2 cores, so not in CI). Test binaries without debug info link faster.
+## about two hours on 2 cores, so not in CI). Test binaries without debug info link faster.
 mutants:
 	command -v cargo-mutants >/dev/null || $(CARGO) install cargo-mutants --locked
 	CARGO_PROFILE_DEV_DEBUG=0 $(CARGO) mutants -p metahooks-hooks -p metahooks \
