@@ -1056,6 +1056,14 @@ mod tests {
         assert!(!shown.contains("key") && !shown.contains("der"), "{shown}");
     }
 
+    /// A seal reads in Debug (test failures, a leaf memo entry's) as its annotation's text.
+    #[test]
+    fn a_seals_debug_is_its_text() {
+        let seal = Seal::of(&[0xff; 32]).unwrap();
+        assert_eq!(seal.text(), format!("{}8=", "/".repeat(42)));
+        assert_eq!(format!("{seal:?}"), format!("Seal({:?})", seal.text()));
+    }
+
     /// RFC 5280 §4.1.2.5: a certificate is valid through its notAfter, inclusive.
     #[test]
     fn a_ca_is_usable_through_its_not_after_second() {
