@@ -289,12 +289,14 @@ impl ObjectSpans {
                 // to the map's `}`) is the kept text.
                 None => {
                     let (mut after, mut to, mut now) = (objects.len(), map.close, close);
-                    while let (true, Some(value)) = (after > before, inserted.last()) {
-                        let object = &objects[after - 1];
+                    while let (Some(last), Some(value)) =
+                        ((before..after).next_back(), inserted.last())
+                    {
+                        let object = &objects[last];
                         if kept.get(object.start..to)? != body.get(value.start..now)? {
                             break;
                         }
-                        (after, to, now) = (after - 1, object.start, value.start);
+                        (after, to, now) = (last, object.start, value.start);
                         inserted.pop();
                     }
                     (after, to, now)
@@ -1388,8 +1390,15 @@ mod tests {
         assert_eq!(found(r#""B.v1":{}"#, r#""B.v1":{"b":{}}"#), into_empty);
         // With other whitespace around the comma.
         assert_eq!(found(x, &format!("{w}, {x}")), Some(vec![(vec![], c0())]));
-        // More taken out at one place than are looked for, the same way.
+        // Taken out after an object that stays, nothing put in: the kept rest is found at once
+        // (a comma is before it, the one after the object that stays).
         let (body, many) = with_seven_objects(body);
+        let changed = body
+            .replacen(&format!(",{}", many[1]), "", 1)
+            .replace("false", "true");
+        let one_out = edits(&body, &changed).unwrap();
+        assert_eq!(reshapes(&changed, &one_out), vec![(vec![3], vec![])]);
+        // More taken out at one place than are looked for, the same way.
         let was = many[1..=TAKEN_OUT_LOOKED_FOR + 1].join(",") + ",";
         let changed = body.replacen(&was, "", 1).replace("false", "true");
         let edits = edits(&body, &changed).unwrap();
