@@ -268,10 +268,22 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
         w
     };
     let mut by_app: HashMap<&str, Vec<&KeptnWorkload>> = HashMap::new();
+    // A workload whose `spec.app` is there but not a string could be any app's: while one is
+    // listed, every due app is held, as an app is for a workload of its own without a version.
+    let mut unassigned: Vec<&str> = Vec::new();
     for w in &workloads {
-        if let Some(app) = w.spec.app.as_str() {
-            by_app.entry(app).or_default().push(w);
+        match &w.spec.app {
+            Lenient::Str(app) => by_app.entry(app).or_default().push(w),
+            Lenient::Other => unassigned.push(w.metadata.name.as_str()),
+            Lenient::Absent => {}
         }
+    }
+    if !due.is_empty() {
+        problems.extend(
+            unassigned
+                .iter()
+                .map(|w| format!("KeptnWorkload {w}: spec.app is not a string")),
+        );
     }
     let mut apps_out: BTreeMap<String, Child> = child_apps
         .iter()
@@ -289,7 +301,7 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
             .filter(|w| w.spec.version.as_str().is_none())
             .map(|w| w.metadata.name.as_str())
             .collect();
-        if !unversioned.is_empty() {
+        if !unassigned.is_empty() || !unversioned.is_empty() {
             for w in unversioned {
                 let what = if listed
                     .iter()

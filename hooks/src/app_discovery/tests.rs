@@ -425,6 +425,77 @@ fn rule_4_2_workload_without_version_holds_its_app() {
     );
 }
 
+/// §5: a workload without `spec.app` belongs to no app and is not reported. One whose `spec.app`
+/// is there but not a string could be any app's: it holds every due app and is named, and says
+/// nothing while no app is due (docs/DECISIONS.md).
+#[test]
+fn rule_5_workload_without_a_string_app() {
+    let due = |name: &str, app: &str| kacr(name, json!(app), "2026-06-01T11:00:00Z", false);
+    // Without a version: counted as shop's, it would hold shop.
+    for app in [None, Some(json!(null))] {
+        let mut appless = workload("shop-x", "shop", None);
+        match &app {
+            None => drop(appless["spec"].as_object_mut().unwrap().remove("app")),
+            Some(v) => appless["spec"]["app"] = v.clone(),
+        }
+        let body = request(
+            spec(),
+            vec![due("k", "shop")],
+            vec![],
+            vec![workload("shop-a", "shop", Some("2")), appless],
+            vec![],
+        );
+        let resp = run(&body);
+        let created = child(&resp, "KeptnApp", "shop").expect("shop created");
+        assert_eq!(created["spec"]["version"], "2", "{app:?}");
+        assert!(child(&resp, "KeptnAppCreationRequest", "k").is_none());
+        assert_eq!(resp["status"]["conditions"][0]["status"], "True", "{app:?}");
+    }
+    for bad in [
+        json!(7),
+        json!(true),
+        json!(["shop"]),
+        json!({"name": "shop"}),
+    ] {
+        let mut odd = workload("shop-x", "shop", Some("3"));
+        odd["spec"]["app"] = bad.clone();
+        let body = request(
+            spec(),
+            vec![due("k", "shop"), due("l", "web")],
+            vec![],
+            vec![workload("shop-a", "shop", Some("2")), odd.clone()],
+            vec![],
+        );
+        let resp = run(&body);
+        assert!(child(&resp, "KeptnApp", "shop").is_none(), "{bad}");
+        assert!(child(&resp, "KeptnApp", "web").is_none(), "{bad}");
+        assert_eq!(
+            resp["status"]["pendingRequests"],
+            json!([{"name": "k", "appName": "shop", "dueAt": "2026-06-01T11:00:30Z"},
+                   {"name": "l", "appName": "web", "dueAt": "2026-06-01T11:00:30Z"}]),
+            "{bad}"
+        );
+        let ready = &resp["status"]["conditions"][0];
+        assert_eq!(
+            (ready["status"].as_str(), ready["reason"].as_str()),
+            (Some("False"), Some("MalformedObjects")),
+            "{bad}"
+        );
+        assert_eq!(
+            ready["message"],
+            "KeptnWorkload shop-x: spec.app is not a string"
+        );
+        // Nothing due: nothing held, nothing to say.
+        let waiting = kacr("k", json!("shop"), "2026-06-01T11:59:50Z", false);
+        let body = request(spec(), vec![waiting], vec![], vec![odd], vec![]);
+        let ready = &run(&body)["status"]["conditions"][0];
+        assert_eq!(
+            (ready["status"].as_str(), ready["message"].as_str()),
+            (Some("True"), Some(""))
+        );
+    }
+}
+
 #[test]
 fn rule_4_1_step_0_invalid_timeout_keeps_everything() {
     for bad in [json!(-1), json!(1.5), json!("30")] {
