@@ -275,6 +275,19 @@ fn is_bad_request(file: &Path) -> bool {
         .contains("bad-request")
 }
 
+/// The objects an answer keeps in `map` (`children` or `attachments`), as `kind/name`, in the
+/// answer's order (fresh keys and certificates differ from run to run, names do not).
+fn kept(answer: &serde_json::Value, map: &str) -> Vec<String> {
+    answer[map].as_array().map_or(Vec::new(), |objects| {
+        objects.iter().map(kind_and_name).collect()
+    })
+}
+
+fn kind_and_name(object: &serde_json::Value) -> String {
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    format!("{}/{name}", object["kind"].as_str().unwrap_or_default())
+}
+
 /// Where a hook's request holds the parent and the objects it answers for: `object` and
 /// `attachments` for a decorator sync, `parent` and `children` for every other hook.
 fn parent_and_children(kind: HookKind) -> (&'static str, &'static str) {
@@ -369,15 +382,6 @@ async fn an_observed_child_of_a_type_the_hook_does_not_keep_fails_the_request() 
         if !request[map].is_object() {
             continue;
         }
-        // The names of the objects an answer keeps (fresh keys differ from run to run).
-        let kept = |answer: &serde_json::Value| -> Vec<String> {
-            answer[map].as_array().map_or(Vec::new(), |objects| {
-                objects
-                    .iter()
-                    .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
-                    .collect()
-            })
-        };
         let (plain_status, plain) = answer(&route, serde_json::to_vec(&request).unwrap()).await;
         for type_key in ["Widget.example.com/v1", "Pod.v2", "Secret.v2"] {
             let mut empty = request.clone();
@@ -385,8 +389,8 @@ async fn an_observed_child_of_a_type_the_hook_does_not_keep_fails_the_request() 
             let (status, answer_empty) = answer(&route, serde_json::to_vec(&empty).unwrap()).await;
             let at = format!("{}: {type_key}", file.display());
             assert_eq!(
-                (status, kept(&answer_empty)),
-                (plain_status, kept(&plain)),
+                (status, kept(&answer_empty, map)),
+                (plain_status, kept(&plain, map)),
                 "{at}"
             );
 
@@ -434,7 +438,11 @@ async fn a_parent_without_a_namespace_is_a_400_naming_it() {
 /// type (inside managedFields only the list itself, which no hook reads): the answer is a 400
 /// with an error and the path of what is wrong, or a 200 in the hook's shape (an
 /// AdmissionReview for the request's uid). Never another status, an empty body or a field
-/// outside the contract.
+/// outside the contract. And a value of the wrong type never costs an observed child that the
+/// fixture's own answer keeps (Metacontroller would delete it), but where the new value is one
+/// the field may rightly hold: inside a WorkloadSet's Pod template, which is hashed as given
+/// (a change is an update, delete-graph §6.3), and `timeoutSeconds`, whose fixture holds a
+/// string to be invalid and gets `0`, a valid window.
 #[tokio::test]
 async fn every_field_of_every_request_fixture_removed_or_retyped_gets_a_clear_answer() {
     use serde_json::{json, Value};
@@ -460,13 +468,30 @@ async fn every_field_of_every_request_fixture_removed_or_retyped_gets_a_clear_an
 
     // One router for all: cert-rotation checks each CA and leaf once, as a running server does.
     let app = fixture_router();
+    let answering = answering_fixtures();
     let mut checked = 0;
     for hook in HOOKS {
         let route = hook.route();
+        let (_, map) = parent_and_children(hook.kind);
         for file in request_fixtures(hook) {
             let request = read_json(&file);
             let mut all = Vec::new();
             pointers(&request, "", &mut all);
+            // The observed objects the fixture's own answer keeps.
+            let mut keeps = Vec::new();
+            if answering.iter().any(|(_, _, f)| *f == file) {
+                let body = serde_json::to_vec(&request).unwrap();
+                let (_, plain) = answer_from(app.clone(), &route, body).await;
+                let observed: Vec<String> = request[map]
+                    .as_object()
+                    .into_iter()
+                    .flat_map(|types| types.values())
+                    .filter_map(Value::as_object)
+                    .flat_map(|objects| objects.values().map(kind_and_name))
+                    .collect();
+                keeps = kept(&plain, map);
+                keeps.retain(|k| observed.contains(k));
+            }
             for (pointer, key) in all {
                 let holder = &pointer[..pointer.rfind('/').unwrap()];
                 let mut removed = request.clone();
@@ -510,6 +535,15 @@ async fn every_field_of_every_request_fixture_removed_or_retyped_gets_a_clear_an
                                 );
                             } else {
                                 assert!(!fields.is_empty(), "{at}: {answer}");
+                            }
+                            let may_drop = pointer == "/parent/spec/timeoutSeconds"
+                                || (pointer.starts_with("/parent/spec/workloads/")
+                                    && pointer.contains("/template"));
+                            if how == "retyped" && !may_drop {
+                                let now = kept(&answer, map);
+                                let lost: Vec<_> =
+                                    keeps.iter().filter(|k| !now.contains(k)).collect();
+                                assert!(lost.is_empty(), "{at}: leaves out {lost:?}");
                             }
                         }
                         _ => panic!("{at}: status {status}: {answer}"),
