@@ -95,6 +95,18 @@ async fn decorate(Json(req): Json<Value>) -> Json<Value> {
                 "attachments": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("{name}-extra")}, "data": {"k": "v"}}]}))
 }
 
+/// Mutating admission: answers with the JSONPatch the object carries in `spec.patch`.
+async fn mutate(Json(review): Json<Value>) -> Json<Value> {
+    use base64::Engine;
+    let ops = serde_json::to_vec(&review["request"]["object"]["spec"]["patch"]).unwrap();
+    let patch = base64::engine::general_purpose::STANDARD.encode(ops);
+    Json(
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "response": {"uid": review["request"]["uid"], "allowed": true,
+                             "patchType": "JSONPatch", "patch": patch}}),
+    )
+}
+
 fn hook_server(state: Shared) -> SocketAddr {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -107,6 +119,7 @@ fn hook_server(state: Shared) -> SocketAddr {
                 .route("/test/sync", post(sync))
                 .route("/test/customize", post(customize))
                 .route("/test/decorate", post(decorate))
+                .route("/test/mutate", post(mutate))
                 .with_state(state);
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
@@ -449,4 +462,56 @@ fn deleting_a_parent_garbage_collects_its_children() {
     sim.delete("Widget", "ns", "w").unwrap();
     sim.run_until_quiet();
     assert!(sim.get("ConfigMap", "ns", "a").is_none());
+}
+
+/// A mutating webhook's JSONPatch is applied as the API server applies it (RFC 6902): `add`
+/// needs its parent, `replace` and `remove` their target, and a patch that does not apply fails
+/// the write, so a hook's patch that only a lenient applier takes fails the end-to-end tests.
+#[test]
+fn mutating_patches_apply_as_the_api_server_applies_them() {
+    let webhook = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: widgets}
+webhooks:
+- name: widgets.example.com
+  clientConfig: {service: {name: hooks, namespace: test, path: /test/mutate}}
+  rules: [{apiGroups: [example.com], apiVersions: [v1], operations: [CREATE], resources: [widgets]}]
+"#;
+    let (mut sim, _) = setup_with(&format!(
+        "{}\n---\n{webhook}",
+        controller("OnDelete", "v1", "")
+    ));
+    let widget = |name: &str, patch: Value| {
+        json!({"apiVersion": "example.com/v1", "kind": "Widget",
+               "metadata": {"name": name, "namespace": "ns"},
+               "spec": {"selector": {"matchLabels": {"widget": name}}, "children": [], "patch": patch}})
+        .to_string()
+    };
+    let applies = json!([
+        {"op": "add", "path": "/metadata/labels", "value": {}},
+        {"op": "add", "path": "/metadata/labels/a~1b", "value": "x"},
+        {"op": "add", "path": "/spec/children/-", "value": {"name": "c", "value": "1"}},
+        {"op": "replace", "path": "/spec/children/0/value", "value": "2"},
+        {"op": "remove", "path": "/spec/selector"},
+    ]);
+    sim.apply(&widget("good", applies)).unwrap();
+    let good = sim.get("Widget", "ns", "good").unwrap();
+    assert_eq!(good["metadata"]["labels"]["a/b"], "x");
+    assert_eq!(
+        good["spec"]["children"],
+        json!([{"name": "c", "value": "2"}])
+    );
+    assert!(good["spec"].get("selector").is_none());
+    for op in [
+        json!({"op": "add", "path": "/metadata/annotations/x", "value": "y"}),
+        json!({"op": "replace", "path": "/spec/nothing", "value": 1}),
+        json!({"op": "remove", "path": "/spec/nothing"}),
+        json!({"op": "add", "path": "/spec/children/1", "value": {}}),
+        json!({"op": "move", "from": "/spec/children", "path": "/spec/moved"}),
+    ] {
+        let err = sim.apply(&widget("bad", json!([op]))).unwrap_err();
+        assert!(err.contains("does not apply"), "{op}: {err}");
+        assert!(sim.get("Widget", "ns", "bad").is_none(), "{op}");
+    }
 }

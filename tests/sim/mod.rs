@@ -579,7 +579,7 @@ impl Sim {
                                 .unwrap(),
                         )
                         .unwrap();
-                        apply_patch(obj, &ops);
+                        apply_patch(obj, &ops).map_err(|e| format!("webhook {path}: {e}"))?;
                     }
                 }
             }
@@ -1459,28 +1459,72 @@ fn apply_defaults(obj: &mut Value, schema: &Value) {
     }
 }
 
-/// Applies JSONPatch add/replace/remove operations to an object.
-fn apply_patch(obj: &mut Value, ops: &Value) {
-    for op in ops.as_array().unwrap() {
-        let path = str_at(op, "/path");
+/// Applies JSONPatch add/replace/remove operations to an object as the API server does (RFC
+/// 6902): `add` needs the parent to exist, `replace` and `remove` need their target. Any other
+/// operation, or one that does not apply, fails the write.
+fn apply_patch(obj: &mut Value, ops: &Value) -> Result<(), String> {
+    for op in ops.as_array().ok_or("the patch is not a list")? {
+        let (kind, path) = (str_at(op, "/op"), str_at(op, "/path"));
+        let fails = || format!("patch {kind} {path} does not apply");
         let tokens: Vec<String> = path
             .split('/')
             .skip(1)
             .map(|t| t.replace("~1", "/").replace("~0", "~"))
             .collect();
-        let (last, parents) = tokens.split_last().unwrap();
+        let Some((last, parents)) = tokens.split_last() else {
+            match kind {
+                "add" | "replace" => *obj = op["value"].clone(),
+                _ => return Err(fails()),
+            }
+            continue;
+        };
         let mut at = &mut *obj;
         for t in parents {
-            at = &mut at[t.as_str()];
-        }
-        match str_at(op, "/op") {
-            "add" | "replace" => at[last.as_str()] = op["value"].clone(),
-            "remove" => {
-                at.as_object_mut().unwrap().remove(last);
+            at = match at {
+                Value::Object(map) => map.get_mut(t),
+                Value::Array(list) => t.parse().ok().and_then(|i: usize| list.get_mut(i)),
+                _ => None,
             }
-            other => panic!("unsupported patch op {other}"),
+            .ok_or_else(fails)?;
+        }
+        let value = op["value"].clone();
+        let index = last.parse::<usize>().ok();
+        let applied = match (at, kind) {
+            (Value::Object(map), "add") => {
+                map.insert(last.clone(), value);
+                true
+            }
+            (Value::Object(map), "replace") => map.get_mut(last).map(|v| *v = value).is_some(),
+            (Value::Object(map), "remove") => map.remove(last).is_some(),
+            (Value::Array(list), "add") if last == "-" => {
+                list.push(value);
+                true
+            }
+            (Value::Array(list), "add") => match index {
+                Some(i) if i <= list.len() => {
+                    list.insert(i, value);
+                    true
+                }
+                _ => false,
+            },
+            (Value::Array(list), "replace") => index
+                .and_then(|i| list.get_mut(i))
+                .map(|v| *v = value)
+                .is_some(),
+            (Value::Array(list), "remove") => match index {
+                Some(i) if i < list.len() => {
+                    list.remove(i);
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        };
+        if !applied {
+            return Err(fails());
         }
     }
+    Ok(())
 }
 
 pub fn load_yaml(text: &str) -> Vec<Value> {
