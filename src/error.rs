@@ -15,6 +15,8 @@ pub enum ApiError {
     TooLarge { limit: usize },
     /// 415: Content-Type is not JSON.
     UnsupportedMediaType(String),
+    /// 415: the body has a content coding (gzip, ...) other than identity.
+    UnsupportedEncoding(String),
     /// 429: too many requests in flight.
     Overloaded { retry_after_seconds: u32 },
     /// 503: the request took longer than the request timeout.
@@ -25,8 +27,8 @@ pub enum ApiError {
     Unauthorized,
     /// 404.
     NotFound,
-    /// 405.
-    MethodNotAllowed,
+    /// 405, with what the route takes.
+    MethodNotAllowed(&'static str),
     /// 500: the hook panicked. The answer is an error, so Metacontroller and the API server
     /// change nothing, as when a call fails.
     HookPanicked,
@@ -44,12 +46,14 @@ impl ApiError {
         match self {
             ApiError::BadRequest(_) | ApiError::BodyRead(_) => StatusCode::BAD_REQUEST,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::UnsupportedMediaType(_) | ApiError::UnsupportedEncoding(_) => {
+                StatusCode::UNSUPPORTED_MEDIA_TYPE
+            }
             ApiError::Overloaded { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Timeout => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound => StatusCode::NOT_FOUND,
-            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::HookPanicked => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -72,11 +76,14 @@ impl ApiError {
             ApiError::UnsupportedMediaType(ct) => {
                 format!("Content-Type must be application/json, got '{ct}'")
             }
+            ApiError::UnsupportedEncoding(coding) => {
+                format!("Content-Encoding must be identity (an uncompressed body), got '{coding}'")
+            }
             ApiError::Overloaded { .. } => "too many requests in flight; retry later".into(),
             ApiError::Timeout => "the request took longer than the request timeout".into(),
             ApiError::Unauthorized => "a valid Authorization: Bearer token is required".into(),
             ApiError::NotFound => "no such route; `metahooks list` shows the hooks".into(),
-            ApiError::MethodNotAllowed => "hooks take POST with a JSON body".into(),
+            ApiError::MethodNotAllowed(takes) => format!("this route takes {takes}"),
             ApiError::HookPanicked => {
                 "the hook failed on this request (a bug in metahooks; the server log has it)".into()
             }
@@ -103,6 +110,13 @@ impl IntoResponse for ApiError {
         } = self
         {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_seconds));
+        }
+        if let ApiError::UnsupportedEncoding(_) = self {
+            // RFC 7694 §3: the codings the server does accept.
+            headers.insert(
+                header::ACCEPT_ENCODING,
+                HeaderValue::from_static("identity"),
+            );
         }
         if let ApiError::Timeout = self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));

@@ -8,7 +8,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use metahooks_hooks::memo::Memo;
@@ -90,16 +90,21 @@ pub fn router(state: Arc<AppState>) -> Router {
             post(move |State(state): State<Arc<AppState>>, req: Request| {
                 handle_hook(hook, state, req)
             })
-            .fallback(|| async { ApiError::MethodNotAllowed }),
+            .fallback(|| async { ApiError::MethodNotAllowed("POST with a JSON body") }),
         );
     }
     router
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
+        .route("/healthz", admin(get(|| async { "ok\n" })))
+        .route("/readyz", admin(get(readyz)))
+        .route("/metrics", admin(get(metrics)))
         .fallback(|| async { ApiError::NotFound })
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state)
+}
+
+/// An admin endpoint answers another method with a JSON 405, as a hook route does.
+fn admin(route: MethodRouter<Arc<AppState>>) -> MethodRouter<Arc<AppState>> {
+    route.fallback(|| async { ApiError::MethodNotAllowed("GET") })
 }
 
 async fn readyz(State(state): State<Arc<AppState>>) -> Response {
@@ -193,6 +198,7 @@ async fn run_hook(
         check_bearer(&req, token)?;
     }
     check_json_content_type(&req)?;
+    check_identity_encoding(&req)?;
     let tagged = limits.etag && !hook.kind.is_admission();
     let if_none_match = tagged
         .then(|| req.headers().get(header::IF_NONE_MATCH).cloned())
@@ -287,6 +293,22 @@ fn check_json_content_type(req: &Request) -> Result<(), ApiError> {
     } else {
         Err(ApiError::UnsupportedMediaType(value))
     }
+}
+
+/// No Content-Encoding, or only `identity`: a compressed body is refused by name rather than
+/// read as JSON that does not parse.
+fn check_identity_encoding(req: &Request) -> Result<(), ApiError> {
+    for value in req.headers().get_all(header::CONTENT_ENCODING) {
+        let value = String::from_utf8_lossy(value.as_bytes());
+        let encoded = value
+            .split(',')
+            .map(str::trim)
+            .any(|coding| !coding.is_empty() && !coding.eq_ignore_ascii_case("identity"));
+        if encoded {
+            return Err(ApiError::UnsupportedEncoding(value.into_owned()));
+        }
+    }
+    Ok(())
 }
 
 async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {

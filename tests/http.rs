@@ -86,6 +86,26 @@ fn wrong_content_type_is_415() {
         .contains("application/json"));
 }
 
+/// A compressed body is refused by its Content-Encoding (RFC 7694: 415 and the codings taken),
+/// not read as JSON that does not parse; `identity` is no coding and is read.
+#[test]
+fn compressed_body_is_415_naming_the_encoding() {
+    let server = TestServer::start(&[]);
+    let body = fixture_body();
+    for coding in ["gzip", "identity, br"] {
+        let reply = post_with_headers(&server, HOOK, &body, &[("Content-Encoding", coding)]);
+        assert_eq!(reply.status, 415, "{coding}");
+        assert_eq!(reply.header("accept-encoding"), Some("identity"));
+        let error = reply.json()["error"].as_str().unwrap().to_owned();
+        assert!(
+            error.starts_with("Content-Encoding must be identity") && error.contains(coding),
+            "{error}"
+        );
+    }
+    let reply = post_with_headers(&server, HOOK, &body, &[("Content-Encoding", "Identity")]);
+    assert_eq!(reply.status, 200);
+}
+
 #[test]
 fn wrong_typed_field_is_400_with_its_path() {
     let server = TestServer::start(&[]);
@@ -112,7 +132,18 @@ fn unknown_route_is_404_and_wrong_method_405() {
     assert!(reply.json()["error"].is_string());
     let reply = get(&server, HOOK);
     assert_eq!(reply.status, 405);
-    assert!(!reply.body.is_empty());
+    assert_eq!(reply.header("allow"), Some("POST"));
+    assert_eq!(
+        reply.json()["error"],
+        "this route takes POST with a JSON body"
+    );
+    // The admin endpoints answer a wrong method the same way.
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        let reply = post(&server, path, b"{}");
+        assert_eq!(reply.status, 405, "{path}");
+        assert_eq!(reply.header("allow"), Some("GET,HEAD"), "{path}");
+        assert_eq!(reply.json()["error"], "this route takes GET", "{path}");
+    }
 }
 
 #[test]
