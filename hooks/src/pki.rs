@@ -574,21 +574,25 @@ impl Ca {
         let key_der = pem_blocks(tls_key)
             .find(|p| p.label == "PRIVATE KEY")?
             .contents;
-        // The leaves we issue embed their public key in the PKCS#8 document: comparing it
-        // avoids a scalar multiplication per leaf on every sync. Other keys are fully parsed.
-        match embedded_ec_public_key(&key_der) {
-            Some(public) if public == leaf_public => {}
-            Some(_) => return None,
-            None => {
-                let key = KeyPair::try_from(key_der.as_slice()).ok()?;
-                if key.public_key_raw() != leaf_public {
-                    return None;
-                }
+        let own_seal = self.seal(&der, &key_der)?;
+        let sealed = seal.is_some_and(|written| own_seal.is_written_as(written));
+        // The leaves we issue embed their public key in the PKCS#8 document. One that differs
+        // from the certificate's is refused at once. For a leaf this CA sealed (issued, or
+        // checked in full, key and all) the embedded key is enough, which spares a scalar
+        // multiplication per leaf; any other key is parsed in full, which also checks that its
+        // private scalar is one and gives the public key it carries.
+        let embedded = embedded_ec_public_key(&key_der);
+        if embedded.is_some_and(|public| public != leaf_public) {
+            return None;
+        }
+        if !(sealed && embedded.is_some()) {
+            let key = KeyPair::try_from(key_der.as_slice()).ok()?;
+            if key.public_key_raw() != leaf_public {
+                return None;
             }
         }
-        let own_seal = self.seal(&der, &key_der)?;
         let signed_by_ca = leaf.issuer().as_raw() == self.subject.as_slice()
-            && (seal.is_some_and(|written| own_seal.is_written_as(written))
+            && (sealed
                 || SubjectPublicKeyInfo::from_der(&self.public_key_info)
                     .is_ok_and(|(_, key)| leaf.verify_signature(Some(&key)).is_ok()));
         let common_name = leaf
@@ -1034,6 +1038,33 @@ mod tests {
         let der = pem_blocks(one.key_pem.as_bytes()).next().unwrap().contents;
         assert!(embedded_ec_public_key(&der).is_some());
         assert!(embedded_ec_public_key(b"\x30\x03\x02\x01\x00").is_none());
+        // A key whose embedded public key is the certificate's but whose private scalar is
+        // another's is not kept when no seal of this CA vouches for the pair.
+        let point = der.len() - 65;
+        let forged = [&key_der(&two)[..point], &der[point..]].concat();
+        assert_eq!(
+            embedded_ec_public_key(&forged),
+            embedded_ec_public_key(&der)
+        );
+        let forged_pem = pem_of_block("PRIVATE KEY", &forged);
+        let one_der = first_certificate(one.cert_pem.as_bytes()).unwrap();
+        for written in [None, Some(one.seal.text())] {
+            assert!(
+                ca.inspect_leaf(one.cert_pem.as_bytes(), forged_pem.as_bytes(), written)
+                    .is_none(),
+                "a forged key, seal {written:?}"
+            );
+        }
+        let forged_seal = sealed(&ca, &one_der, &forged);
+        assert!(
+            ca.inspect_leaf(
+                one.cert_pem.as_bytes(),
+                forged_pem.as_bytes(),
+                Some(&forged_seal)
+            )
+            .is_some(),
+            "only the CA key's holder could have sealed it"
+        );
         // Keys without one (RSA) are parsed in full and compared.
         let rsa_crt = include_str!("../testdata/rsa2048-ca.crt").as_bytes();
         let rsa_key = include_str!("../testdata/rsa2048-ca.key").as_bytes();
@@ -1166,6 +1197,10 @@ mod tests {
 
     /// A PEM `CERTIFICATE` block around `der`.
     fn pem_of(der: &[u8]) -> String {
+        pem_of_block("CERTIFICATE", der)
+    }
+
+    fn pem_of_block(label: &str, der: &[u8]) -> String {
         use base64::Engine;
         let text = base64::engine::general_purpose::STANDARD.encode(der);
         let lines: Vec<&str> = text
@@ -1174,7 +1209,7 @@ mod tests {
             .map(|c| std::str::from_utf8(c).unwrap())
             .collect();
         format!(
-            "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+            "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
             lines.join("\n")
         )
     }
