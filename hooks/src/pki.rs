@@ -580,7 +580,7 @@ impl Ca {
         // from the certificate's is refused at once. For a leaf this CA sealed (issued, or
         // checked in full, key and all) the embedded key is enough, which spares a scalar
         // multiplication per leaf; any other key is parsed in full, which also checks that its
-        // private scalar is one and gives the public key it carries.
+        // private scalar is valid and gives the public key the document carries.
         let embedded = embedded_ec_public_key(&key_der);
         if embedded.is_some_and(|public| public != leaf_public) {
             return None;
@@ -1200,6 +1200,7 @@ mod tests {
         pem_of_block("CERTIFICATE", der)
     }
 
+    /// A PEM block labelled `label` around `der`, in lines of 64 characters.
     fn pem_of_block(label: &str, der: &[u8]) -> String {
         use base64::Engine;
         let text = base64::engine::general_purpose::STANDARD.encode(der);
