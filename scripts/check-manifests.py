@@ -7,6 +7,8 @@
 4. Checks the Metacontroller objects and the webhook configurations against the hook table that
    `metahooks list` prints: each URL or path is a route of the right kind, the parent CRD has the
    status subresource, every declared resource exists, and every route is wired somewhere.
+5. Checks that the CRD of each parent whose name the hooks write as a label value on its children
+   refuses a name longer than a label value can be (63 characters), and takes one that long.
 """
 import glob
 import subprocess
@@ -17,6 +19,13 @@ import jsonschema
 import kubernetes_validate
 import yaml
 
+# Parents whose name each of their children carries as a label value (API.md, cert-rotation.md
+# section 2), so that a longer name than a label value holds leaves every child uncreatable.
+NAME_IN_CHILD_LABEL = {
+    ("metahooks.dev", "WorkloadSet"): "metahooks.dev/workload-set",
+    ("metahooks.dev", "CertificateManager"): "metahooks.dev/certificate-manager",
+}
+LABEL_VALUE_MAX = 63
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "manifests"
 BINARY = sys.argv[2] if len(sys.argv) > 2 else "target/debug/metahooks"
 BUILTIN_RESOURCES = {("v1", "pods"), ("v1", "configmaps"), ("v1", "secrets")}
@@ -128,7 +137,9 @@ for source, obj in objects:
                 fail(where, f"webhook {hook['name']} calls Service {svc['namespace']}/{svc['name']}:{svc.get('port', 443)}, which these manifests do not define")
     if (group, kind, version) in crds:
         schema = strip_k8s(crds[(group, kind, version)][0])
+        # A CRD schema may constrain only metadata.name (and generateName) in metadata.
         body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        body["metadata"] = {"name": name}
         try:
             jsonschema.validate(body, schema)
         except jsonschema.ValidationError as e:
@@ -140,6 +151,22 @@ for source, obj in objects:
         fail(where, "no Kubernetes schema and no CRD in these manifests")
     except kubernetes_validate.ValidationError as e:
         fail(where, f"invalid: {e.message} at {list(e.path)}")
+
+for (group, kind), label in NAME_IN_CHILD_LABEL.items():
+    versions = [k for k in crds if k[:2] == (group, kind)]
+    if not versions:
+        fail("manifests", f"no CRD for {kind}.{group}")
+    for key in versions:
+        metadata = strip_k8s(crds[key][0]).get("properties", {}).get("metadata", {})
+        for length, allowed in ((LABEL_VALUE_MAX, True), (LABEL_VALUE_MAX + 1, False)):
+            try:
+                jsonschema.validate({"name": "a" * length}, metadata)
+                taken = True
+            except jsonschema.ValidationError:
+                taken = False
+            if taken != allowed:
+                fail(f"CRD {kind}.{group} {key[2]}", f"{'refuses' if allowed else 'takes'} a name of {length} characters; "
+                     f"its children carry the name as the value of {label}, which holds at most {LABEL_VALUE_MAX}")
 
 for route in sorted(set(routes) - used_routes):
     fail("manifests", f"route {route} ({routes[route]}) is served but wired nowhere")
