@@ -151,6 +151,31 @@ fn chain_starts_in_order() {
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
 
+/// A WorkloadSet's name is the value of its Pods' `metahooks.dev/workload-set` label, which holds
+/// at most 63 characters: the CRD refuses a longer name, and a set of the longest name runs.
+#[test]
+fn a_set_name_is_at_most_what_a_label_value_holds() {
+    let (mut sim, _) = sim();
+    let named = |name: &str| {
+        json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "WorkloadSet",
+               "metadata": {"name": name, "namespace": NS},
+               "spec": {"workloads": {"database": workload("postgres:16", json!({}), "ALWAYS")}}})
+        .to_string()
+    };
+    let error = sim.apply(&named(&"s".repeat(64))).unwrap_err();
+    assert!(error.contains("metadata.name"), "{error}");
+    let longest = "s".repeat(63);
+    sim.apply(&named(&longest)).unwrap();
+    sim.run_until_quiet();
+    let pods = sim.list("Pod", NS);
+    assert_eq!(pods.len(), 1);
+    assert_eq!(
+        pods[0]["metadata"]["labels"]["metahooks.dev/workload-set"],
+        longest.as_str()
+    );
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
 #[test]
 fn removing_the_database_waits_for_the_backend() {
     let (sim, order) = sim();

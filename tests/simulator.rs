@@ -207,6 +207,36 @@ fn children_are_created_with_owner_and_status_gets_observed_generation() {
     );
 }
 
+/// The API server refuses a label value over 63 characters on any object, and a custom
+/// resource's name over its CRD's `metadata.name` `maxLength`; the simulator does too.
+#[test]
+fn label_values_and_limited_names_are_checked_as_the_api_server_does() {
+    let (mut sim, _) = setup("OnDelete", "v1", "");
+    let config_map = |value: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "c", "namespace": "ns", "labels": {"k": value}}})
+        .to_string()
+    };
+    let error = sim.apply(&config_map(&"a".repeat(64))).unwrap_err();
+    assert!(
+        error.contains("must be no more than 63 characters"),
+        "{error}"
+    );
+    assert!(sim.get("ConfigMap", "ns", "c").is_none());
+    sim.apply(&config_map(&"a".repeat(63))).unwrap();
+    assert!(sim.get("ConfigMap", "ns", "c").is_some());
+    // The Widget CRD limits nothing; the WorkloadSet CRD limits names to 63 characters.
+    let mut sim = Sim::with_manifests(&["delete-graph"]);
+    let set = |name: &str| {
+        json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "WorkloadSet",
+               "metadata": {"name": name, "namespace": "ns"}, "spec": {}})
+        .to_string()
+    };
+    let error = sim.apply(&set(&"a".repeat(64))).unwrap_err();
+    assert!(error.contains("metadata.name: Too long"), "{error}");
+    sim.apply(&set(&"a".repeat(63))).unwrap();
+}
+
 #[test]
 fn an_omitted_child_is_deleted() {
     let (mut sim, _) = setup("OnDelete", "v1", "");

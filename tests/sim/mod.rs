@@ -485,6 +485,7 @@ impl Sim {
         }
         let obj = self.admit(operation, Some(obj), old.clone(), user)?;
         let obj = obj.expect("object");
+        self.validate_object(&obj)?;
         match old {
             None => {
                 self.store.create(obj, self.now());
@@ -492,6 +493,37 @@ impl Sim {
             Some(_) => self.store.replace(obj),
         }
         Ok(())
+    }
+
+    /// The API server's own checks of an object, the two the hooks' answers could fail: a
+    /// label value longer than 63 characters (every kind), and a custom resource's name longer
+    /// than its CRD's `metadata.name` `maxLength`.
+    fn validate_object(&self, obj: &Value) -> Result<(), String> {
+        if let Some(labels) = obj["metadata"]["labels"].as_object() {
+            for (key, value) in labels {
+                let value = value.as_str().unwrap_or_default();
+                if value.len() > 63 {
+                    return Err(format!(
+                        "metadata.labels: Invalid value: {value:?}: must be no more than 63 characters (label {key})"
+                    ));
+                }
+            }
+        }
+        let limit = self
+            .resource_by_kind(str_at(obj, "/apiVersion"), str_at(obj, "/kind"))
+            .and_then(|r| r.schema)
+            .and_then(|schema| {
+                schema
+                    .pointer("/properties/metadata/properties/name/maxLength")
+                    .and_then(Value::as_u64)
+            });
+        let name = str_at(obj, "/metadata/name");
+        match limit {
+            Some(limit) if name.len() as u64 > limit => Err(format!(
+                "metadata.name: Too long: may not be more than {limit} bytes"
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// `kubectl delete`: admission runs first; a denial is the `Err`.
