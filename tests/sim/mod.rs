@@ -495,9 +495,9 @@ impl Sim {
         Ok(())
     }
 
-    /// The API server's own checks of an object, the two the hooks' answers could fail: a
-    /// label value longer than 63 characters (every kind), and a custom resource's name longer
-    /// than its CRD's `metadata.name` `maxLength`.
+    /// Two of the API server's own checks of an object, those a parent's name can fail: a label
+    /// value longer than 63 characters (every kind; a child carries its parent's name in one),
+    /// and a custom resource's name longer than its CRD's `metadata.name` `maxLength`.
     fn validate_object(&self, obj: &Value) -> Result<(), String> {
         if let Some(labels) = obj["metadata"]["labels"].as_object() {
             for (key, value) in labels {
