@@ -574,17 +574,18 @@ impl Ca {
         let key_der = pem_blocks(tls_key)
             .find(|p| p.label == "PRIVATE KEY")?
             .contents;
-        let own_seal = self.seal(&der, &key_der)?;
-        let sealed = seal.is_some_and(|written| own_seal.is_written_as(written));
         // The leaves we issue embed their public key in the PKCS#8 document. One that differs
-        // from the certificate's is refused at once. For a leaf this CA sealed (issued, or
-        // checked in full, key and all) the embedded key is enough, which spares a scalar
-        // multiplication per leaf; any other key is parsed in full, which also checks that its
-        // private scalar is valid and gives the public key the document carries.
+        // from the certificate's is refused at once, before any seal is worked out. For a leaf
+        // this CA sealed (issued, or checked in full, key and all) the embedded key is enough,
+        // which spares a scalar multiplication per leaf; any other key is parsed in full, which
+        // also checks that its private scalar is valid and gives the public key the document
+        // carries.
         let embedded = embedded_ec_public_key(&key_der);
         if embedded.is_some_and(|public| public != leaf_public) {
             return None;
         }
+        let own_seal = self.seal(&der, &key_der)?;
+        let sealed = seal.is_some_and(|written| own_seal.is_written_as(written));
         if !(sealed && embedded.is_some()) {
             let key = KeyPair::try_from(key_der.as_slice()).ok()?;
             if key.public_key_raw() != leaf_public {
