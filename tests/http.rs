@@ -122,6 +122,16 @@ fn wrong_typed_field_is_400_with_its_path() {
     let reply = post(&server, HOOK, b"not json");
     assert_eq!(reply.status, 400);
     assert!(reply.json()["error"].is_string());
+
+    // A good request behind a byte order mark: the error says what is in the way.
+    let reply = post(
+        &server,
+        HOOK,
+        &[b"\xEF\xBB\xBF".as_slice(), &fixture_body()].concat(),
+    );
+    assert_eq!(reply.status, 400);
+    let error = reply.json()["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("byte order mark"), "{error}");
 }
 
 #[test]

@@ -59,10 +59,19 @@ pub fn decode<'de, T: Deserialize<'de>>(body: &'de [u8]) -> Result<T, RequestErr
     };
     match decoded {
         Ok(value) => Ok(value),
+        Err(_) if body.starts_with(UTF8_BOM) => Err(RequestError::new(
+            ".",
+            "the request starts with a UTF-8 byte order mark, which RFC 8259 (section 8.1) \
+             forbids before JSON sent over a network; remove it",
+        )),
         Err(plain) => Err(explain::<T>(body)
             .unwrap_or_else(|| RequestError::new(".", redact_strings(&plain.to_string())))),
     }
 }
+
+/// The UTF-8 encoding of U+FEFF, which editors on some systems put at the start of a file.
+/// serde_json refuses it, as RFC 8259 lets a parser do; only the error names it.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// One document of type `T` and nothing after it.
 fn read<'de, R, T>(mut de: serde_json::Deserializer<R>) -> serde_json::Result<T>
@@ -374,6 +383,16 @@ mod tests {
         // Trailing bytes after a document are an error on both readers.
         assert!(decode::<ObjectMeta>(b"{} \xff").is_err());
         assert!(decode::<ObjectMeta>(b"{} x").is_err());
+    }
+
+    #[test]
+    fn decode_names_a_byte_order_mark() {
+        let e = decode::<ObjectMeta>(b"\xEF\xBB\xBF{\"name\": \"web\"}").unwrap_err();
+        assert_eq!(e.path, ".");
+        assert!(e.message.contains("byte order mark"), "{}", e.message);
+        // Only at the start: inside a string the same bytes are the character U+FEFF.
+        let meta: ObjectMeta = decode("{\"name\": \"\u{feff}web\"}".as_bytes()).unwrap();
+        assert_eq!(meta.name.as_str(), "\u{feff}web");
     }
 
     #[test]
