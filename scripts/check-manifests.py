@@ -9,8 +9,12 @@
    status subresource, every declared resource exists, and every route is wired somewhere.
 5. Checks that the CRD of each parent whose name the hooks write as a label value on its children
    refuses a name longer than a label value can be (63 characters), and takes one that long.
+6. Checks that the metahooks container runs `serve` with flags that `metahooks serve --help`
+   lists, and that its Pod's termination grace period is longer than the shutdown delay plus the
+   drain timeout (else the kubelet kills it with requests still in flight).
 """
 import glob
+import re
 import subprocess
 import sys
 from urllib.parse import urlparse
@@ -167,6 +171,40 @@ for (group, kind), label in NAME_IN_CHILD_LABEL.items():
             if taken != allowed:
                 fail(f"CRD {kind}.{group} {key[2]}", f"{'refuses' if allowed else 'takes'} a name of {length} characters; "
                      f"its children carry the name as the value of {label}, which holds at most {LABEL_VALUE_MAX}")
+
+def seconds(duration):
+    """A `metahooks serve` duration (`250ms`, `8s`, `2m`, a bare number of seconds) in seconds."""
+    number, unit = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|)\s*", duration).groups()
+    return int(number) * {"ms": 0.001, "s": 1, "": 1, "m": 60}[unit]
+
+
+serve_help = subprocess.run([BINARY, "serve", "--help"], check=True, capture_output=True, text=True).stdout
+serve_flags = set(re.findall(r"^\s+(?:-\w, )?(--[a-z0-9-]+)", serve_help, re.MULTILINE))
+# Each flag's block runs to the next line that starts with a dash.
+serve_defaults = dict(re.findall(r"^\s+(--[a-z0-9-]+) <\w+>\n(?:(?!\s*-).*\n)*?\s+\[default: ([^\]]+)\]", serve_help, re.MULTILINE))
+servers = 0
+for source, obj in objects:
+    if obj.get("kind") != "Deployment":
+        continue
+    pod = obj["spec"]["template"]["spec"]
+    for container in pod["containers"]:
+        args = container.get("args", [])
+        if not container.get("image", "").startswith("metahooks") or args[:1] != ["serve"]:
+            continue
+        servers += 1
+        where = f"{source}: Deployment {obj['metadata']['name']} container {container['name']}"
+        given = {}
+        for arg in args[1:]:
+            flag, _, value = arg.partition("=")
+            if flag not in serve_flags:
+                fail(where, f"metahooks serve has no flag {flag}")
+            given[flag] = value
+        stop = sum(seconds(given.get(flag) or serve_defaults[flag]) for flag in ("--shutdown-delay", "--drain-timeout"))
+        grace = pod.get("terminationGracePeriodSeconds", 30)
+        if grace <= stop:
+            fail(where, f"terminationGracePeriodSeconds {grace} is not longer than --shutdown-delay plus --drain-timeout ({stop:g} s)")
+if servers == 0:
+    fail("manifests", "no Deployment runs `metahooks serve`")
 
 for route in sorted(set(routes) - used_routes):
     fail("manifests", f"route {route} ({routes[route]}) is served but wired nowhere")

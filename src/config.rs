@@ -83,7 +83,13 @@ pub struct ServeConfig {
     #[arg(long, env = "METAHOOKS_TLS_CLIENT_CA")]
     pub tls_client_ca: Option<PathBuf>,
 
-    /// After the first SIGTERM/SIGINT, time given to in-flight requests before exiting.
+    /// After the first SIGTERM/SIGINT, time to go on accepting and answering requests before
+    /// the listeners close: /readyz answers 503 and every HTTP/1 answer closes its connection,
+    /// so that clients move to other replicas while the Service's endpoints drop this one.
+    #[arg(long, env = "METAHOOKS_SHUTDOWN_DELAY", default_value = "0s", value_parser = parse_duration)]
+    pub shutdown_delay: Duration,
+
+    /// After the shutdown delay, time given to in-flight requests before exiting.
     #[arg(long, env = "METAHOOKS_DRAIN_TIMEOUT", default_value = "25s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
 }

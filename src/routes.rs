@@ -54,8 +54,10 @@ pub type Clock = Arc<dyn Fn() -> time::OffsetDateTime + Send + Sync>;
 pub struct AppState {
     pub limits: Limits,
     pub metrics: Metrics,
-    /// False until the listeners are bound and again once draining starts.
+    /// False until the listeners are bound and again from the first shutdown signal.
     pub ready: AtomicBool,
+    /// True from the first shutdown signal: every HTTP/1 answer closes its connection.
+    pub stopping: AtomicBool,
     /// The `now` handed to hooks: the system clock, or a test's fixed or virtual clock.
     pub clock: Clock,
     /// What the hooks remember between requests: sync requests decoded, certificates checked and
@@ -76,6 +78,7 @@ impl AppState {
             limits,
             metrics: Metrics::default(),
             ready: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
             memo: Memo::default(),
         })
     }
@@ -99,6 +102,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/metrics", admin(get(metrics)))
         .fallback(|| async { ApiError::NotFound })
         .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            close_when_stopping,
+        ))
         .with_state(state)
 }
 
@@ -121,6 +128,25 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4"),
     );
+    response
+}
+
+/// Once the server is stopping, an HTTP/1 answer says `Connection: close` (hyper then closes the
+/// connection after it), so that a client's next request opens a new connection, which the
+/// Service sends to another replica. HTTP/2 has no such header; its connections get a GOAWAY
+/// when the drain starts, and the client moves the requests the server did not take.
+async fn close_when_stopping(
+    State(state): State<Arc<AppState>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let http1 = req.version() < axum::http::Version::HTTP_2;
+    let mut response = next.run(req).await;
+    if http1 && state.stopping.load(Ordering::Relaxed) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     response
 }
 
@@ -342,7 +368,7 @@ mod tests {
     }
 
     /// Not ready (503) until the listeners are bound, ready (200) while serving, and not ready
-    /// again once draining starts: the flag that `start` sets and the drain clears.
+    /// again from the first shutdown signal: the flag that `start` sets and `shutdown` clears.
     #[tokio::test]
     async fn readyz_follows_the_ready_flag() {
         let config = crate::config::ServeConfig::from_args(&[]).unwrap();

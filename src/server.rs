@@ -31,7 +31,8 @@ pub struct RunningServer {
 }
 
 impl RunningServer {
-    /// Stops accepting and starts draining in-flight requests.
+    /// Marks the server not ready and, after the shutdown delay, stops accepting and starts
+    /// draining in-flight requests.
     pub fn shutdown(&self) {
         let _ = self.stop.send(true);
     }
@@ -96,15 +97,33 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
 
     let (stop, stopped) = watch::channel(false);
     let header_read_timeout = config.header_read_timeout;
+    let shutdown_delay = config.shutdown_delay;
     let drain_timeout = config.drain_timeout;
     let task_state = state.clone();
     let task = tokio::spawn(async move {
         let graceful = GracefulShutdown::new();
         let mut stopped = stopped;
         let service = TowerToHyperService::new(app);
+        // Armed by the stop signal: the end of the shutdown delay.
+        let delay = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(delay);
+        let mut stopping = false;
         loop {
             let accepted = tokio::select! {
-                _ = stopped.changed() => break,
+                _ = stopped.changed(), if !stopping => {
+                    stopping = true;
+                    task_state.ready.store(false, Ordering::Relaxed);
+                    task_state.stopping.store(true, Ordering::Relaxed);
+                    if !shutdown_delay.is_zero() {
+                        tracing::info!(
+                            delay = ?shutdown_delay,
+                            "not ready; answering requests until the shutdown delay ends"
+                        );
+                    }
+                    delay.as_mut().reset(tokio::time::Instant::now() + shutdown_delay);
+                    continue;
+                }
+                _ = &mut delay, if stopping => break,
                 r = http.accept() => r.map(|(s, _)| (s, None)),
                 r = accept_tls(&https) => r.map(|(s, a)| (s, Some(a))),
             };
@@ -139,7 +158,6 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
                 }
             });
         }
-        task_state.ready.store(false, Ordering::Relaxed);
         drop(http);
         drop(https);
         tracing::info!("draining in-flight requests");

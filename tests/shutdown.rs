@@ -1,9 +1,10 @@
-//! Signals on the real binary: the first SIGTERM drains in-flight requests, a second exits at once.
+//! Signals on the real binary: the first SIGTERM drains in-flight requests (after the shutdown
+//! delay, answering all the while), a second exits at once.
 
 mod common;
 
 use common::{post_head, read_reply, Binary};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -71,4 +72,51 @@ fn second_signal_exits_at_once() {
     );
     bin.signal("-TERM");
     assert_eq!(wait_exit(&mut bin.child, Duration::from_secs(3)), Some(1));
+}
+
+/// Sends a hook request on a connection kept alive and reads its answer.
+fn post_kept_alive(stream: &mut TcpStream, body: &[u8]) -> common::Reply {
+    let head = post_head("/delete-graph/sync", "application/json", body.len())
+        .replace("Connection: close\r\n", "");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    read_reply(stream)
+}
+
+/// With `--shutdown-delay`, the first SIGTERM makes the server unready, but it goes on accepting
+/// and answering until the delay ends (a Service still sends it new connections until its
+/// endpoints drop the Pod); an answer on a connection kept alive then closes that connection, so
+/// that the client's next request opens one to another replica. After the delay it drains and
+/// exits as without one.
+#[test]
+fn shutdown_delay_keeps_answering_and_closes_kept_connections() {
+    let mut bin = Binary::start(&["--shutdown-delay", "2s", "--drain-timeout", "10s"]);
+    let body = body();
+    let mut kept = TcpStream::connect(bin.addr).unwrap();
+    kept.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let reply = post_kept_alive(&mut kept, &body);
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("connection"), None);
+
+    bin.signal("-TERM");
+    std::thread::sleep(Duration::from_millis(300));
+    // Still accepting, and no longer ready.
+    let mut probe = TcpStream::connect(bin.addr).expect("accepting during the shutdown delay");
+    probe
+        .write_all(b"GET /readyz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    assert_eq!(read_reply(&mut probe).status, 503);
+    // The kept connection is answered once more, and closed after that answer.
+    let reply = post_kept_alive(&mut kept, &body);
+    assert_eq!(reply.status, 200);
+    assert!(reply.json()["children"].is_array());
+    assert_eq!(reply.header("connection"), Some("close"));
+    assert_eq!(
+        kept.read(&mut [0u8; 1]).unwrap(),
+        0,
+        "closed after the answer"
+    );
+
+    assert_eq!(wait_exit(&mut bin.child, Duration::from_secs(10)), Some(0));
 }
