@@ -51,17 +51,17 @@ enum Command {
     List,
     /// Write a CA and a serving certificate for the webhook Service; print the caBundle.
     Certs {
-        /// Name of the webhook Service.
-        #[arg(long, default_value = "metahooks")]
+        /// Name of the webhook Service (a DNS-1035 label, as Kubernetes requires of one).
+        #[arg(long, default_value = "metahooks", value_parser = service_name)]
         service: String,
-        /// Namespace of the webhook Service.
-        #[arg(long, default_value = "metahooks-system")]
+        /// Namespace of the webhook Service (a DNS-1123 label).
+        #[arg(long, default_value = "metahooks-system", value_parser = namespace_name)]
         namespace: String,
         /// Directory for ca.crt, tls.crt and tls.key.
         #[arg(long)]
         out: PathBuf,
-        /// Validity in days.
-        #[arg(long, default_value_t = 365)]
+        /// Validity in days, at least one.
+        #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..))]
         days: u32,
     },
 }
@@ -168,6 +168,34 @@ fn run_hook(id: &str, file: Option<PathBuf>, now: Option<&str>) -> Result<()> {
             Ok(())
         }
         Err(e) => bail!("bad request at {}: {}", e.path, e.message),
+    }
+}
+
+/// A Service's name is a DNS-1035 label: a DNS-1123 label that starts with a letter. The
+/// certificate names `<service>.<namespace>.svc`, which the API server checks.
+fn service_name(s: &str) -> Result<String, String> {
+    let label = metahooks_hooks::meta::is_dns1123_label(s);
+    if label && s.starts_with(|c: char| c.is_ascii_lowercase()) {
+        Ok(s.to_owned())
+    } else {
+        Err(
+            "a Service name is 1 to 63 lowercase letters, digits and '-', starting with a \
+             letter and ending with a letter or digit"
+                .into(),
+        )
+    }
+}
+
+/// A namespace's name is a DNS-1123 label.
+fn namespace_name(s: &str) -> Result<String, String> {
+    if metahooks_hooks::meta::is_dns1123_label(s) {
+        Ok(s.to_owned())
+    } else {
+        Err(
+            "a namespace name is 1 to 63 lowercase letters, digits and '-', starting and \
+             ending with a letter or digit"
+                .into(),
+        )
     }
 }
 

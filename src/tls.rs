@@ -176,7 +176,11 @@ pub struct WebhookCerts {
 pub fn webhook_certs(service: &str, namespace: &str, days: u32) -> Result<WebhookCerts> {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
     let not_before = time::OffsetDateTime::now_utc();
-    let not_after = not_before + time::Duration::days(i64::from(days));
+    let not_after = not_before
+        .checked_add(time::Duration::days(i64::from(days)))
+        .ok_or_else(|| {
+            anyhow!("--days {days} ends after the year 9999, the last an X.509 time holds")
+        })?;
 
     let ca_key = KeyPair::generate().context("CA key")?;
     let mut ca = CertificateParams::new(Vec::<String>::new()).context("CA parameters")?;

@@ -208,6 +208,61 @@ fn certs_writes_a_serving_certificate_the_ca_bundle_vouches_for() {
     assert_eq!(days, 30);
 }
 
+/// `certs` refuses, naming the flag and writing nothing, what would give a certificate no API
+/// server can use: a Service or namespace name Kubernetes does not allow (the certificate names
+/// `<service>.<namespace>.svc`), no days of validity, or an end past the year 9999 (that was a
+/// panic).
+#[test]
+fn certs_refuses_names_and_validities_no_webhook_can_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("certs");
+    let out = out.to_str().unwrap();
+    for (flags, exit, says) in [
+        (
+            &["--service", "Bad_Name"][..],
+            2,
+            "'--service <SERVICE>': a Service name is",
+        ),
+        (
+            &["--service", ""],
+            2,
+            "'--service <SERVICE>': a Service name is",
+        ),
+        (
+            &["--service", "1st"],
+            2,
+            "'--service <SERVICE>': a Service name is",
+        ),
+        (
+            &["--namespace", "a.b"],
+            2,
+            "'--namespace <NAMESPACE>': a namespace name is",
+        ),
+        (&["--days", "0"], 2, "'--days <DAYS>'"),
+        (
+            &["--days", "3000000"],
+            1,
+            "--days 3000000 ends after the year 9999",
+        ),
+    ] {
+        let mut args = vec!["certs", "--out", out];
+        args.extend_from_slice(flags);
+        let output = metahooks(&args, b"");
+        assert_eq!(
+            output.status.code(),
+            Some(exit),
+            "{flags:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(says),
+            "{flags:?}: {}",
+            stderr(&output)
+        );
+        assert!(!std::path::Path::new(out).exists(), "{flags:?} wrote files");
+    }
+}
+
 /// A key file left by an earlier run with wider permissions is narrowed when overwritten.
 #[test]
 fn certs_narrows_an_existing_key_file() {
