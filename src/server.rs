@@ -171,7 +171,11 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
     });
 
     state.ready.store(true, Ordering::Relaxed);
-    tracing::info!(http = %http_addr, https = ?https_addr, "listening");
+    tracing::info!(
+        http = %http_addr,
+        https = https_addr.map(tracing::field::display),
+        "listening"
+    );
     Ok(RunningServer {
         http_addr,
         https_addr,

@@ -90,7 +90,16 @@ fn post_kept_alive(stream: &mut TcpStream, body: &[u8]) -> common::Reply {
 /// exits as without one.
 #[test]
 fn shutdown_delay_keeps_answering_and_closes_kept_connections() {
-    let mut bin = Binary::start(&["--shutdown-delay", "2s", "--drain-timeout", "10s"]);
+    let mut bin = Binary::start(&[
+        "--shutdown-delay",
+        "2s",
+        "--drain-timeout",
+        "10s",
+        "--tls-self-signed",
+        "--tls-listen",
+        "127.0.0.1:0",
+    ]);
+    let https = bin.https.expect("an HTTPS listener");
     let body = body();
     let mut kept = TcpStream::connect(bin.addr).unwrap();
     kept.set_read_timeout(Some(Duration::from_secs(20)))
@@ -101,7 +110,8 @@ fn shutdown_delay_keeps_answering_and_closes_kept_connections() {
 
     bin.signal("-TERM");
     std::thread::sleep(Duration::from_millis(300));
-    // Still accepting, and no longer ready.
+    // Both listeners still accepting, and no longer ready.
+    TcpStream::connect(https).expect("HTTPS accepting during the shutdown delay");
     let mut probe = TcpStream::connect(bin.addr).expect("accepting during the shutdown delay");
     probe
         .write_all(b"GET /readyz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")

@@ -217,6 +217,19 @@ pub fn fixture(rel: &str) -> std::path::PathBuf {
 pub struct Binary {
     pub child: std::process::Child,
     pub addr: SocketAddr,
+    /// The HTTPS listener's address, when the flags start one.
+    pub https: Option<SocketAddr>,
+}
+
+/// A test that fails half-way leaves no server running (it would hold the test run's output
+/// open); one that has exited already is left as it is.
+impl Drop for Binary {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 impl Binary {
@@ -226,29 +239,36 @@ impl Binary {
         use std::process::{Command, Stdio};
         let mut args = vec!["--log-format", "json", "serve", "--listen", "127.0.0.1:0"];
         args.extend_from_slice(flags);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_metahooks"))
+        let child = Command::new(env!("CARGO_BIN_EXE_metahooks"))
             .args(&args)
             .env("RUST_LOG", "info")
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let stderr = child.stderr.take().unwrap();
+        // Owned from here on, so that a panic below stops the process (Drop).
+        let mut bin = Binary {
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            https: None,
+        };
+        let stderr = bin.child.stderr.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 let _ = tx.send(line);
             }
         });
-        let addr = loop {
+        let listening = loop {
             let line = rx.recv_timeout(Duration::from_secs(20)).expect("log line");
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
-                continue;
-            };
-            if v["message"] == "listening" {
-                break v["http"].as_str().unwrap().parse().unwrap();
+            match serde_json::from_str::<serde_json::Value>(&line) {
+                Ok(v) if v["message"] == "listening" => break v,
+                _ => continue,
             }
         };
-        Binary { child, addr }
+        let address = |field: &str| listening[field].as_str().map(|a| a.parse().expect(a));
+        bin.addr = address("http").expect("the HTTP listener's address");
+        bin.https = address("https");
+        bin
     }
 
     /// Sends the process a signal with `kill` (`-TERM`, ...).
