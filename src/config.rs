@@ -58,6 +58,14 @@ pub struct ServeConfig {
     #[arg(long, env = "METAHOOKS_MAX_IN_FLIGHT", default_value = "256")]
     pub max_in_flight: NonZeroUsize,
 
+    /// Bodies of Metacontroller hook requests (sync, finalize, customize) held at once, summed
+    /// over the requests in flight (each counted at its Content-Length, or at the hook body limit
+    /// when it comes in chunks, in KiB); a request that would go past it is answered 429 with
+    /// Retry-After. A request larger than this still runs, alone. It keeps a burst of large
+    /// requests inside the memory the server is given. Admission requests are not counted.
+    #[arg(long, env = "METAHOOKS_MAX_IN_FLIGHT_BYTES", default_value = "128MiB", value_parser = parse_limit)]
+    pub max_in_flight_bytes: usize,
+
     /// Seconds sent in Retry-After with a 429.
     #[arg(
         long = "retry-after",

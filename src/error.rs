@@ -17,8 +17,11 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     /// 415: the body has a content coding (gzip, ...) other than identity.
     UnsupportedEncoding(String),
-    /// 429: too many requests in flight.
-    Overloaded { retry_after_seconds: u32 },
+    /// 429: too many requests, or request bytes, in flight.
+    Overloaded {
+        retry_after_seconds: u32,
+        by: Overload,
+    },
     /// 503: the request took longer than the request timeout.
     Timeout,
     /// 400: the body could not be read (client went away mid-body, bad chunking).
@@ -32,6 +35,15 @@ pub enum ApiError {
     /// 500: the hook panicked. The answer is an error, so Metacontroller and the API server
     /// change nothing, as when a call fails.
     HookPanicked,
+}
+
+/// Which limit a 429 is for.
+#[derive(Debug, Clone, Copy)]
+pub enum Overload {
+    /// `--max-in-flight`.
+    Requests,
+    /// `--max-in-flight-bytes`.
+    Bytes,
 }
 
 #[derive(Serialize)]
@@ -79,7 +91,14 @@ impl ApiError {
             ApiError::UnsupportedEncoding(coding) => {
                 format!("Content-Encoding must be identity (an uncompressed body), got '{coding}'")
             }
-            ApiError::Overloaded { .. } => "too many requests in flight; retry later".into(),
+            ApiError::Overloaded {
+                by: Overload::Requests,
+                ..
+            } => "too many requests in flight; retry later".into(),
+            ApiError::Overloaded {
+                by: Overload::Bytes,
+                ..
+            } => "too many request bytes in flight (--max-in-flight-bytes); retry later".into(),
             ApiError::Timeout => "the request took longer than the request timeout".into(),
             ApiError::Unauthorized => "a valid Authorization: Bearer token is required".into(),
             ApiError::NotFound => "no such route; `metahooks list` shows the hooks".into(),
@@ -107,6 +126,7 @@ impl IntoResponse for ApiError {
         );
         if let ApiError::Overloaded {
             retry_after_seconds,
+            ..
         } = self
         {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_seconds));

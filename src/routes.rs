@@ -1,7 +1,7 @@
 //! The HTTP surface: one POST route per entry of the hook registry, the admin endpoints, and the
 //! per-request policy (content type, body limit, load shedding, timeout, metrics, log span).
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Overload};
 use crate::telemetry::Metrics;
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
@@ -26,6 +26,7 @@ pub struct Limits {
     pub admission_body: usize,
     pub request_timeout: Duration,
     pub max_in_flight: std::num::NonZeroUsize,
+    pub max_in_flight_bytes: usize,
     pub retry_after_seconds: u32,
     /// Token required on Metacontroller routes (`Authorization: Bearer <token>`), if any.
     pub bearer_token: Option<String>,
@@ -40,6 +41,7 @@ impl From<&crate::config::ServeConfig> for Limits {
             admission_body: c.admission_body_limit,
             request_timeout: c.request_timeout,
             max_in_flight: c.max_in_flight,
+            max_in_flight_bytes: c.max_in_flight_bytes,
             retry_after_seconds: c.retry_after_seconds,
             bearer_token: None,
             etag: c.etag,
@@ -64,6 +66,10 @@ pub struct AppState {
     /// specs planned before (bounded, see `metahooks_hooks::memo`).
     memo: Memo,
     in_flight: Arc<Semaphore>,
+    /// What the bodies of Metacontroller hook requests in flight may hold, in KiB
+    /// (`--max-in-flight-bytes`).
+    body_budget: Arc<Semaphore>,
+    body_budget_kib: u32,
 }
 
 impl AppState {
@@ -72,9 +78,12 @@ impl AppState {
     }
 
     pub fn with_clock(limits: Limits, clock: Clock) -> Arc<Self> {
+        let body_budget_kib = kib(limits.max_in_flight_bytes);
         Arc::new(AppState {
             clock,
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight.get())),
+            body_budget: Arc::new(Semaphore::new(body_budget_kib as usize)),
+            body_budget_kib,
             limits,
             metrics: Metrics::default(),
             ready: AtomicBool::new(false),
@@ -82,6 +91,11 @@ impl AppState {
             memo: Memo::default(),
         })
     }
+}
+
+/// `bytes` in whole KiB, rounded up (at most `u32::MAX`, what a semaphore hands out at once).
+fn kib(bytes: usize) -> u32 {
+    u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
 }
 
 /// The whole application: usable in tests with `tower::ServiceExt::oneshot`, no socket needed.
@@ -170,6 +184,7 @@ async fn handle_hook(hook: &'static Hook, state: Arc<AppState>, req: Request) ->
     let Ok(_permit) = state.in_flight.clone().try_acquire_owned() else {
         return ApiError::Overloaded {
             retry_after_seconds: state.limits.retry_after_seconds,
+            by: Overload::Requests,
         }
         .into_response();
     };
@@ -239,9 +254,25 @@ async fn run_hook(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(ApiError::TooLarge { limit });
-    }
+    let size = match declared {
+        Some(n) if n > limit as u64 => return Err(ApiError::TooLarge { limit }),
+        Some(n) => n as usize,
+        None => limit,
+    };
+    // A Metacontroller hook's body takes its share of the budget until the answer is made (one
+    // larger than the whole budget takes all of it, and so runs alone). Admission bodies are not
+    // counted: the API server takes a 429 as a failed call, which `failurePolicy: Fail` turns into
+    // a refused write, where Metacontroller retries after Retry-After.
+    let _held = if hook.kind.is_admission() {
+        None
+    } else {
+        let share = kib(size).min(state.body_budget_kib);
+        let held = state.body_budget.clone().try_acquire_many_owned(share);
+        Some(held.map_err(|_| ApiError::Overloaded {
+            retry_after_seconds: limits.retry_after_seconds,
+            by: Overload::Bytes,
+        })?)
+    };
     let body = read_body(req.into_body(), limit).await?;
 
     let rng = ring::rand::SystemRandom::new();

@@ -130,6 +130,7 @@ fn serve_refuses_limits_of_zero() {
         ("--request-timeout", "0s"),
         ("--header-read-timeout", "0ms"),
         ("--max-in-flight", "0"),
+        ("--max-in-flight-bytes", "0MiB"),
     ] {
         let output = metahooks(&["serve", "--listen", &listen, flag, value], b"");
         assert_eq!(output.status.code(), Some(2), "{flag} {value}");

@@ -176,6 +176,44 @@ fn overload_is_429_with_retry_after() {
     assert_eq!(post(&server, HOOK, &body).status, 200);
 }
 
+/// Hook bodies in flight are held to `--max-in-flight-bytes` (here 6 KiB; the body is 4,000
+/// bytes, 4 KiB): a request whose Content-Length does not fit beside those in flight is a 429
+/// with Retry-After, one that fits is taken, one larger than the whole budget runs alone, and
+/// admission requests are not counted.
+#[test]
+fn request_bytes_over_the_budget_are_429_with_retry_after() {
+    let server = TestServer::start(&["--max-in-flight-bytes", "6KiB", "--retry-after", "2"]);
+    let body = fixture_body();
+    assert_eq!(body.len(), 4000);
+    let mut slow = server.connect();
+    slow.write_all(post_head(HOOK, "application/json", body.len()).as_bytes())
+        .unwrap();
+    slow.write_all(&body[..10]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let shed = post(&server, HOOK, &body);
+    assert_eq!(shed.status, 429);
+    assert_eq!(shed.header("retry-after"), Some("2"));
+    let error = shed.json()["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("--max-in-flight-bytes"), "{error}");
+    // A small body fits beside the held one (and is read: a 400, not a 429).
+    assert_eq!(post(&server, HOOK, b"{}").status, 400);
+    // Admission is not counted (the API server would take a 429 as a failed call): a review
+    // larger than what is left is answered.
+    let review = std::fs::read(common::fixture(
+        "delete-graph/validate-invalid-spec-denied.request.json",
+    ))
+    .unwrap();
+    assert!(review.len() > 2048);
+    assert_eq!(post(&server, "/delete-graph/validate", &review).status, 200);
+    slow.write_all(&body[10..]).unwrap();
+    assert_eq!(read_reply(&mut slow).status, 200);
+    // The held share is given back.
+    assert_eq!(post(&server, HOOK, &body).status, 200);
+
+    let small = TestServer::start(&["--max-in-flight-bytes", "2KiB"]);
+    assert_eq!(post(&small, HOOK, &body).status, 200);
+}
+
 #[test]
 fn slow_request_times_out_with_503() {
     let server = TestServer::start(&["--request-timeout", "300ms"]);
