@@ -1,5 +1,6 @@
 //! The HTTP surface: one POST route per entry of the hook registry, the admin endpoints, and the
-//! per-request policy (content type, body limit, load shedding, timeout, metrics, log span).
+//! per-request policy (content type, body limit, load shedding by requests and by bytes, timeout,
+//! metrics, log span, connections closed while stopping).
 
 use crate::error::{ApiError, Overload};
 use crate::telemetry::Metrics;

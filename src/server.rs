@@ -1,5 +1,6 @@
 //! Listeners and connection handling: plain HTTP, optional HTTPS, an HTTP/1 header-read timeout,
-//! a TLS handshake timeout, and a bounded graceful drain when shutdown is asked for.
+//! a TLS handshake timeout, and, when shutdown is asked for, a delay still answering requests
+//! and then a bounded graceful drain.
 
 use crate::config::ServeConfig;
 use crate::routes::{router, AppState, Clock, Limits};
