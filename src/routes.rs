@@ -416,6 +416,33 @@ mod tests {
         assert_eq!(get(&state, "/readyz").await, not_ready);
     }
 
+    /// Once stopping, an HTTP/1 answer closes its connection and an HTTP/2 one carries no
+    /// `Connection` header (HTTP/2 forbids it; its connections get a GOAWAY at the drain).
+    #[tokio::test]
+    async fn answers_close_http1_connections_once_stopping() {
+        use tower::ServiceExt;
+        let config = crate::config::ServeConfig::from_args(&[]).unwrap();
+        let state = AppState::new(Limits::from(&config));
+        let connection = |version| {
+            let app = router(Arc::clone(&state));
+            async move {
+                let req = Request::get("/healthz")
+                    .version(version)
+                    .body(Body::empty())
+                    .unwrap();
+                let response = app.oneshot(req).await.unwrap();
+                response.headers().get(header::CONNECTION).cloned()
+            }
+        };
+        use axum::http::Version;
+        assert_eq!(connection(Version::HTTP_11).await, None);
+        state.stopping.store(true, Ordering::Relaxed);
+        for version in [Version::HTTP_10, Version::HTTP_11] {
+            assert_eq!(connection(version).await.unwrap(), "close");
+        }
+        assert_eq!(connection(Version::HTTP_2).await, None);
+    }
+
     /// A hook that panics gets a 500 with a JSON error, not a connection closed without an
     /// answer, and its in-flight slot is given back.
     #[tokio::test]
