@@ -156,16 +156,23 @@ fn unknown_route_is_404_and_wrong_method_405() {
     }
 }
 
-#[test]
-fn overload_is_429_with_retry_after() {
-    let server = TestServer::start(&["--max-in-flight", "1", "--retry-after", "3"]);
-    let body = fixture_body();
-    // The first request holds the only slot while its body trickles in.
+/// A hook request in flight on its own connection: its head and the first bytes of `body` sent,
+/// the rest for the caller to send (`&body[10..]`), and time given to the server to take it.
+fn held_in_flight(server: &TestServer, body: &[u8]) -> std::net::TcpStream {
     let mut slow = server.connect();
     slow.write_all(post_head(HOOK, "application/json", body.len()).as_bytes())
         .unwrap();
     slow.write_all(&body[..10]).unwrap();
     std::thread::sleep(Duration::from_millis(200));
+    slow
+}
+
+#[test]
+fn overload_is_429_with_retry_after() {
+    let server = TestServer::start(&["--max-in-flight", "1", "--retry-after", "3"]);
+    let body = fixture_body();
+    // The first request holds the only slot while its body trickles in.
+    let mut slow = held_in_flight(&server, &body);
     let shed = post(&server, HOOK, &body);
     assert_eq!(shed.status, 429);
     assert_eq!(shed.header("retry-after"), Some("3"));
@@ -185,11 +192,7 @@ fn request_bytes_over_the_budget_are_429_with_retry_after() {
     let server = TestServer::start(&["--max-in-flight-bytes", "6KiB", "--retry-after", "2"]);
     let body = fixture_body();
     assert_eq!(body.len(), 4000);
-    let mut slow = server.connect();
-    slow.write_all(post_head(HOOK, "application/json", body.len()).as_bytes())
-        .unwrap();
-    slow.write_all(&body[..10]).unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    let mut slow = held_in_flight(&server, &body);
     let shed = post(&server, HOOK, &body);
     assert_eq!(shed.status, 429);
     assert_eq!(shed.header("retry-after"), Some("2"));
