@@ -218,27 +218,13 @@ fn certs_refuses_names_and_validities_no_webhook_can_use() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("certs");
     let out = out.to_str().unwrap();
+    let service = "'--service <SERVICE>': a Service name is";
+    let namespace = "'--namespace <NAMESPACE>': a namespace name is";
     for (flags, exit, says) in [
-        (
-            &["--service", "Bad_Name"][..],
-            2,
-            "'--service <SERVICE>': a Service name is",
-        ),
-        (
-            &["--service", ""],
-            2,
-            "'--service <SERVICE>': a Service name is",
-        ),
-        (
-            &["--service", "1st"],
-            2,
-            "'--service <SERVICE>': a Service name is",
-        ),
-        (
-            &["--namespace", "a.b"],
-            2,
-            "'--namespace <NAMESPACE>': a namespace name is",
-        ),
+        (&["--service", "Bad_Name"][..], 2, service),
+        (&["--service", ""], 2, service),
+        (&["--service", "1st"], 2, service),
+        (&["--namespace", "a.b"], 2, namespace),
         (&["--days", "0"], 2, "'--days <DAYS>'"),
         (
             &["--days", "3000000"],
@@ -249,17 +235,9 @@ fn certs_refuses_names_and_validities_no_webhook_can_use() {
         let mut args = vec!["certs", "--out", out];
         args.extend_from_slice(flags);
         let output = metahooks(&args, b"");
-        assert_eq!(
-            output.status.code(),
-            Some(exit),
-            "{flags:?}: {}",
-            stderr(&output)
-        );
-        assert!(
-            stderr(&output).contains(says),
-            "{flags:?}: {}",
-            stderr(&output)
-        );
+        let text = stderr(&output);
+        assert_eq!(output.status.code(), Some(exit), "{flags:?}: {text}");
+        assert!(text.contains(says), "{flags:?}: {text}");
         assert!(!std::path::Path::new(out).exists(), "{flags:?} wrote files");
     }
 }
