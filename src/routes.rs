@@ -70,7 +70,6 @@ pub struct AppState {
     /// What the bodies of Metacontroller hook requests in flight may hold, in KiB
     /// (`--max-in-flight-bytes`).
     body_budget: Arc<Semaphore>,
-    body_budget_kib: u32,
 }
 
 impl AppState {
@@ -79,12 +78,10 @@ impl AppState {
     }
 
     pub fn with_clock(limits: Limits, clock: Clock) -> Arc<Self> {
-        let body_budget_kib = kib(limits.max_in_flight_bytes);
         Arc::new(AppState {
             clock,
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight.get())),
-            body_budget: Arc::new(Semaphore::new(body_budget_kib as usize)),
-            body_budget_kib,
+            body_budget: Arc::new(Semaphore::new(kib(limits.max_in_flight_bytes) as usize)),
             limits,
             metrics: Metrics::default(),
             ready: AtomicBool::new(false),
@@ -267,7 +264,7 @@ async fn run_hook(
     let _held = if hook.kind.is_admission() {
         None
     } else {
-        let share = kib(size).min(state.body_budget_kib);
+        let share = kib(size).min(kib(limits.max_in_flight_bytes));
         let held = state.body_budget.clone().try_acquire_many_owned(share);
         Some(held.map_err(|_| ApiError::Overloaded {
             retry_after_seconds: limits.retry_after_seconds,

@@ -108,11 +108,10 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
         // Armed by the stop signal: the end of the shutdown delay.
         let delay = tokio::time::sleep(Duration::ZERO);
         tokio::pin!(delay);
-        let mut stopping = false;
+        let stopping = || task_state.stopping.load(Ordering::Relaxed);
         loop {
             let accepted = tokio::select! {
-                _ = stopped.changed(), if !stopping => {
-                    stopping = true;
+                _ = stopped.changed(), if !stopping() => {
                     task_state.ready.store(false, Ordering::Relaxed);
                     task_state.stopping.store(true, Ordering::Relaxed);
                     if !shutdown_delay.is_zero() {
@@ -124,7 +123,7 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
                     delay.as_mut().reset(tokio::time::Instant::now() + shutdown_delay);
                     continue;
                 }
-                _ = &mut delay, if stopping => break,
+                _ = &mut delay, if stopping() => break,
                 r = http.accept() => r.map(|(s, _)| (s, None)),
                 r = accept_tls(&https) => r.map(|(s, a)| (s, Some(a))),
             };

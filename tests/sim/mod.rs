@@ -477,15 +477,15 @@ impl Sim {
                 }
             }
         }
-        if let Some(schema) = self
+        let schema = self
             .resource_by_kind(str_at(&obj, "/apiVersion"), str_at(&obj, "/kind"))
-            .and_then(|r| r.schema)
-        {
-            apply_defaults(&mut obj, &schema);
+            .and_then(|r| r.schema);
+        if let Some(schema) = &schema {
+            apply_defaults(&mut obj, schema);
         }
         let obj = self.admit(operation, Some(obj), old.clone(), user)?;
         let obj = obj.expect("object");
-        self.validate_object(&obj)?;
+        Self::validate_object(&obj, schema.as_ref())?;
         match old {
             None => {
                 self.store.create(obj, self.now());
@@ -497,8 +497,8 @@ impl Sim {
 
     /// Two of the API server's own checks of an object, those a parent's name can fail: a label
     /// value longer than 63 characters (every kind; a child carries its parent's name in one),
-    /// and a custom resource's name longer than its CRD's `metadata.name` `maxLength`.
-    fn validate_object(&self, obj: &Value) -> Result<(), String> {
+    /// and a custom resource's name longer than its CRD's (`schema`) `metadata.name` `maxLength`.
+    fn validate_object(obj: &Value, schema: Option<&Value>) -> Result<(), String> {
         if let Some(labels) = obj["metadata"]["labels"].as_object() {
             for (key, value) in labels {
                 let value = value.as_str().unwrap_or_default();
@@ -509,14 +509,9 @@ impl Sim {
                 }
             }
         }
-        let limit = self
-            .resource_by_kind(str_at(obj, "/apiVersion"), str_at(obj, "/kind"))
-            .and_then(|r| r.schema)
-            .and_then(|schema| {
-                schema
-                    .pointer("/properties/metadata/properties/name/maxLength")
-                    .and_then(Value::as_u64)
-            });
+        let limit = schema
+            .and_then(|schema| schema.pointer("/properties/metadata/properties/name/maxLength"))
+            .and_then(Value::as_u64);
         let name = str_at(obj, "/metadata/name");
         match limit {
             Some(limit) if name.len() as u64 > limit => Err(format!(
