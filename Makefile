@@ -7,7 +7,7 @@ VENV ?= target/venv
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: build run test soak deny e2e lint fmt demo bench bench-load bench-instructions fuzz mutants manifests-check clean
+.PHONY: build run test soak deny e2e lint fmt demo bench bench-load bench-instructions fuzz mutants manifests-check image-check clean
 
 build:
 	$(CARGO) build --release
@@ -95,6 +95,12 @@ manifests-check: $(VENV)/bin/kubernetes-validate
 $(VENV)/bin/kubernetes-validate:
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet kubernetes-validate==1.37.0
+
+## Build the container image's binary (static, glibc: scripts/image-binary.sh, as the Dockerfile
+## does) and run it alone in an empty root directory as the image runs it (needs root: chroot).
+image-check:
+	scripts/image-binary.sh target/image/metahooks
+	scripts/check-image-binary.sh target/image/metahooks
 
 clean:
 	$(CARGO) clean

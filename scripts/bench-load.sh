@@ -6,7 +6,9 @@
 # `related` back). Bounded: DURATION seconds per run (default 3; with 3 rounds, 3 routes and 3
 # sizes about 7 minutes) on 127.0.0.1 only. Prints a markdown table, and last which of the
 # performance issue's loopback, memory and start-up targets this run met.
-# ROUTES and SIZES narrow the run; FEATURES=mimalloc builds the server with mimalloc.
+# ROUTES and SIZES narrow the run; FEATURES=mimalloc builds the server with mimalloc; IMAGE=1
+# measures the container image's binary (scripts/image-binary.sh: static, glibc) instead of the
+# ordinary release build.
 # By default wrk sends one body over and over, as Metacontroller resyncs a parent that has not
 # changed, so metahooks decodes it once (its memo of decoded requests). VARY=1 makes every request
 # differ in a child's resourceVersion (the first in the body), as when something changed in a child
@@ -58,7 +60,13 @@ if [ "${VARY:-0}" = 6 ]; then
   [ -n "${ROUTES// /}" ] || { echo "VARY=6: no route left to run" >&2; exit 1; }
 fi
 
-cargo build --release --quiet --bin metahooks ${FEATURES:+--features "$FEATURES"}
+server_bin=./target/release/metahooks
+if [ "${IMAGE:-0}" = 1 ]; then
+  server_bin=$OUT/metahooks-image
+  scripts/image-binary.sh "$server_bin" >&2
+else
+  cargo build --release --quiet --bin metahooks ${FEATURES:+--features "$FEATURES"}
+fi
 cargo build --release --quiet --example floor --example load_requests
 ./target/release/examples/load_requests "$OUT" >&2
 
@@ -142,7 +150,7 @@ if curl -s http://127.0.0.1:8090/readyz >/dev/null; then
 fi
 sleep 0
 start=$(date +%s%N)
-RUST_LOG=info "${server_cpu[@]}" ./target/release/metahooks serve --listen 127.0.0.1:8090 --tls-listen 127.0.0.1:8443 --tls-self-signed --max-in-flight 1024 &
+RUST_LOG=info "${server_cpu[@]}" "$server_bin" serve --listen 127.0.0.1:8090 --tls-listen 127.0.0.1:8443 --tls-self-signed --max-in-flight 1024 &
 pids+=($!); server=$!
 declare -A server_pid=([8090]=$server)
 until curl -sf http://127.0.0.1:8090/readyz >/dev/null; do
@@ -230,6 +238,7 @@ printf '%s' "$cpu_rows"
 peak_kb=$(awk '/VmHWM/ {print $2}' /proc/$server/status)
 echo
 echo "start to ready (self-signed TLS included): ${ready_ms} ms; idle RSS: $((idle_kb / 1024)) MiB; peak RSS under load: $((peak_kb / 1024)) MiB"
+echo "metahooks: $server_bin${FEATURES:+ (features: $FEATURES)}"
 echo "servers pinned: ${server_cpu[*]:-no}; wrk pinned: ${client_cpu[*]:-no}; ${ROUNDS} rounds of ${DURATION} s per server, medians"
 case "${VARY:-0}" in
   1) echo "requests: every one differs in a child's resourceVersion (VARY=1), which no hook reads;" ;;
