@@ -12,6 +12,9 @@
 6. Checks that the metahooks container runs `serve` with flags that `metahooks serve --help`
    lists, and that its Pod's termination grace period is longer than the shutdown delay plus the
    drain timeout (else the kubelet kills it with requests still in flight).
+7. Checks that every webhook configuration carries the label app.kubernetes.io/part-of=metahooks
+   and holds one webhook: the README's deploy step finds them by that label and sets the
+   caBundle of `/webhooks/0`.
 """
 import glob
 import re
@@ -30,6 +33,7 @@ NAME_IN_CHILD_LABEL = {
     ("metahooks.dev", "CertificateManager"): "metahooks.dev/certificate-manager",
 }
 LABEL_VALUE_MAX = 63
+PART_OF = "app.kubernetes.io/part-of"
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "manifests"
 BINARY = sys.argv[2] if len(sys.argv) > 2 else "target/debug/metahooks"
 BUILTIN_RESOURCES = {("v1", "pods"), ("v1", "configmaps"), ("v1", "secrets")}
@@ -131,6 +135,10 @@ for source, obj in objects:
         continue
     if kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
         want = "validating admission" if kind.startswith("Validating") else "mutating admission"
+        if (obj["metadata"].get("labels") or {}).get(PART_OF) != "metahooks":
+            fail(where, f"has no label {PART_OF}=metahooks, by which the README's deploy step finds it to set its caBundle")
+        if len(obj["webhooks"]) != 1:
+            fail(where, f"holds {len(obj['webhooks'])} webhooks; the README's deploy step sets the caBundle of the first only")
         for hook in obj["webhooks"]:
             svc = hook["clientConfig"]["service"]
             path = svc.get("path", "")
