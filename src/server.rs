@@ -64,12 +64,8 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
     let state = AppState::with_clock(limits, clock);
     let app = router(state.clone());
 
-    let http = TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("binding {}", config.listen))?;
-    let http_addr = http.local_addr()?;
-
-    let https = if config.tls_enabled() {
+    // Every file is read before a port is bound: a server that cannot start binds nothing.
+    let acceptor = if config.tls_enabled() {
         let source = match (&config.tls_cert, &config.tls_key) {
             (Some(cert), Some(key)) => CertSource::Files {
                 cert: cert.clone(),
@@ -80,16 +76,26 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
             },
         };
         let resolver = Arc::new(ReloadingResolver::new(&source)?);
-        let acceptor = TlsAcceptor::from(Arc::new(server_config(
+        Some(TlsAcceptor::from(Arc::new(server_config(
             resolver,
             config.tls_client_ca.as_deref(),
-        )?));
-        let listener = TcpListener::bind(config.tls_listen)
-            .await
-            .with_context(|| format!("binding {}", config.tls_listen))?;
-        Some((listener, acceptor))
+        )?)))
     } else {
         None
+    };
+
+    let http = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    let http_addr = http.local_addr()?;
+    let https = match acceptor {
+        Some(acceptor) => {
+            let listener = TcpListener::bind(config.tls_listen)
+                .await
+                .with_context(|| format!("binding {}", config.tls_listen))?;
+            Some((listener, acceptor))
+        }
+        None => None,
     };
     let https_addr = match &https {
         Some((l, _)) => Some(l.local_addr()?),

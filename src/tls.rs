@@ -56,7 +56,10 @@ impl ReloadingResolver {
     pub fn new(source: &CertSource) -> Result<Self> {
         match source {
             CertSource::Files { cert, key } => {
-                let stamps = (stamp(cert)?, stamp(key)?);
+                let stat = |path: &Path| {
+                    stamp(path).with_context(|| format!("reading {}", path.display()))
+                };
+                let stamps = (stat(cert)?, stat(key)?);
                 let certified = load_files(cert, key)?;
                 Ok(ReloadingResolver {
                     files: Some((cert.clone(), key.clone())),

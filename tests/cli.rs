@@ -1,8 +1,9 @@
 //! The binary's command line (API.md "The program"): `list` prints the hook table, `run` reads
 //! a request from stdin too and refuses what it cannot run with a clear message, `certs` writes
 //! a CA and a serving certificate that the API server would trust, and `serve` refuses limits
-//! that would refuse every request. (`run` over every request fixture is in tests/fixtures.rs;
-//! what `serve` serves is in tests/http.rs and the tests beside it.)
+//! that would refuse every request and names a file it cannot read. (`run` over every request
+//! fixture is in tests/fixtures.rs; what `serve` serves is in tests/http.rs and the tests beside
+//! it.)
 
 mod common;
 
@@ -142,6 +143,42 @@ fn serve_refuses_limits_of_zero() {
         );
         assert!(first.contains("zero"), "{flag}: {text}");
     }
+}
+
+/// A file `serve` is given that it cannot read stops it at start with a message naming that
+/// file, whichever flag named it (before, a missing `--tls-cert` said only "No such file or
+/// directory"). Files are read before a port is bound: the listening port here is taken, so a
+/// server that got past its files fails on the port instead of serving.
+#[test]
+fn serve_names_each_file_it_cannot_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = dir.path().join("certs");
+    let made = metahooks(&["certs", "--out", certs.to_str().unwrap()], b"");
+    assert!(made.status.success(), "{}", stderr(&made));
+    let file = |name: &str| certs.join(name).to_str().unwrap().to_owned();
+    let (cert, key, ca) = (file("tls.crt"), file("tls.key"), file("ca.crt"));
+    let missing = dir.path().join("missing.pem").to_str().unwrap().to_owned();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = taken.local_addr().unwrap().to_string();
+    let serve = ["serve", "--listen", &listen, "--tls-listen", "127.0.0.1:0"];
+    for (flag, [cert, key, ca]) in [
+        ("--tls-cert", [&missing, &key, &ca]),
+        ("--tls-key", [&cert, &missing, &ca]),
+        ("--tls-client-ca", [&cert, &key, &missing]),
+    ] {
+        let files = ["--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca];
+        let output = metahooks(&[&serve[..], &files].concat(), b"");
+        let text = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{flag}: {text}");
+        assert!(
+            text.contains(&format!("reading {missing}: ")),
+            "{flag}: {text}"
+        );
+    }
+    let token = ["--bearer-token-file", &missing];
+    let text = stderr(&metahooks(&[&serve[..3], &token].concat(), b""));
+    let message = format!("reading the bearer token file {missing}: ");
+    assert!(text.contains(&message), "{text}");
 }
 
 /// The CA and serving certificate serve TLS that a client trusting only the CA accepts for the
