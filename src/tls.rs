@@ -8,6 +8,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
+use rustls::InconsistentKeys;
 use rustls::ServerConfig;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -123,7 +124,16 @@ fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey> {
         .map_err(|_| anyhow!("no usable PRIVATE KEY block in the key file"))?;
     let signing_key =
         any_supported_type(&key).map_err(|_| anyhow!("unsupported private key type"))?;
-    Ok(CertifiedKey::new(chain, signing_key))
+    // A key that is not the certificate's would fail every handshake, at start or after a
+    // reload that replaced a good pair.
+    let certified = CertifiedKey::new(chain, signing_key);
+    match certified.keys_match() {
+        Ok(()) | Err(rustls::Error::InconsistentKeys(InconsistentKeys::Unknown)) => Ok(certified),
+        Err(rustls::Error::InconsistentKeys(_)) => Err(anyhow!(
+            "the private key is not the certificate's: their public keys differ"
+        )),
+        Err(e) => Err(anyhow!("the first certificate: {e}")),
+    }
 }
 
 /// rustls configuration of the HTTPS listener, with the ring provider and ALPN h2 + http/1.1;

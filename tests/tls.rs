@@ -1,5 +1,6 @@
 //! Real TLS handshakes against the HTTPS listener: self-signed at start, and certificate files
-//! reloaded after a kubelet-style `..data` symlink swap without a restart.
+//! reloaded after a kubelet-style `..data` symlink swap without a restart; a certificate and a
+//! key that are not a pair refused, at start and on a reload.
 
 mod common;
 
@@ -44,6 +45,42 @@ fn certificate_files_are_reloaded_after_a_symlink_swap() {
     std::fs::write(dir.path().join("..2026_06_03_c/tls.key"), "garbage").unwrap();
     swap_data(dir.path(), "..2026_06_03_c");
     assert_eq!(https_get(addr), (200, der_of(&second)));
+
+    // So does a pair whose key is not the certificate's, which would fail every handshake.
+    write_version(dir.path(), "..2026_06_04_d");
+    write_version(dir.path(), "..2026_06_04_e");
+    std::fs::copy(
+        dir.path().join("..2026_06_04_e/tls.key"),
+        dir.path().join("..2026_06_04_d/tls.key"),
+    )
+    .unwrap();
+    swap_data(dir.path(), "..2026_06_04_d");
+    assert_eq!(https_get(addr), (200, der_of(&second)));
+}
+
+/// A key that is not the certificate's stops the server at start, naming both files.
+#[test]
+fn a_key_that_is_not_the_certificates_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    write_version(dir.path(), "a");
+    write_version(dir.path(), "b");
+    let (cert, key) = (dir.path().join("a/tls.crt"), dir.path().join("b/tls.key"));
+    let (cert_arg, key_arg) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let flags = ["--listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0"];
+    let files = ["--tls-cert", cert_arg, "--tls-key", key_arg];
+    let config = metahooks::config::ServeConfig::from_args(&[&flags[..], &files].concat()).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let error = runtime
+        .block_on(metahooks::server::start(&config))
+        .err()
+        .expect("a mismatched pair refused");
+    let message = format!("{error:#}");
+    let files = format!("loading {} and {}", cert.display(), key.display());
+    assert!(message.contains(&files), "{message}");
+    assert!(
+        message.contains("the private key is not the certificate's"),
+        "{message}"
+    );
 }
 
 #[test]
