@@ -75,7 +75,8 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
                 dns_names: config.tls_dns_names.clone(),
             },
         };
-        let resolver = Arc::new(ReloadingResolver::new(&source)?);
+        let expiry = state.metrics.certificate_expiry.clone();
+        let resolver = Arc::new(ReloadingResolver::new(&source, expiry)?);
         Some(TlsAcceptor::from(Arc::new(server_config(
             resolver,
             config.tls_client_ca.as_deref(),

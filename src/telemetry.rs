@@ -1,10 +1,11 @@
 //! Logs (tracing, JSON or pretty) and the Prometheus metrics of `/metrics`: a request counter and
-//! a latency histogram per route and status. Kept dependency-free and cheap: one short lock per
-//! request, rendering only when scraped.
+//! a latency histogram per route and status, and when the HTTPS listener's certificate expires.
+//! Kept dependency-free and cheap: one short lock per request, rendering only when scraped.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Upper bounds of the latency buckets, in seconds.
@@ -23,6 +24,9 @@ struct Series {
 #[derive(Default)]
 pub struct Metrics {
     series: Mutex<BTreeMap<(String, u16), Series>>,
+    /// The NotAfter of the HTTPS listener's certificate in service, in Unix seconds, set by the
+    /// TLS resolver on every load; 0 without HTTPS.
+    pub certificate_expiry: Arc<AtomicI64>,
 }
 
 impl Metrics {
@@ -80,6 +84,17 @@ impl Metrics {
                 out,
                 "metahooks_request_duration_seconds_count{{route=\"{route}\",status=\"{status}\"}} {}",
                 s.count
+            );
+        }
+        let expiry = self.certificate_expiry.load(Ordering::Relaxed);
+        if expiry != 0 {
+            out.push_str(
+                "# HELP metahooks_certificate_expiry_timestamp_seconds When the HTTPS listener's certificate in service expires (Unix time).\n",
+            );
+            out.push_str("# TYPE metahooks_certificate_expiry_timestamp_seconds gauge\n");
+            let _ = writeln!(
+                out,
+                "metahooks_certificate_expiry_timestamp_seconds {expiry}"
             );
         }
         out
@@ -181,5 +196,17 @@ mod tests {
         assert!(text.contains(
             "metahooks_request_duration_seconds_bucket{route=\"/a\",status=\"400\",le=\"+Inf\"} 1"
         ));
+    }
+
+    /// The certificate's expiry is a gauge with its HELP and TYPE, written once it is set.
+    #[test]
+    fn certificate_expiry_is_a_gauge_once_set() {
+        let m = Metrics::default();
+        assert!(!m.render().contains("expiry"));
+        m.certificate_expiry.store(1_797_154_715, Ordering::Relaxed);
+        let want = "# HELP metahooks_certificate_expiry_timestamp_seconds When the HTTPS listener's certificate in service expires (Unix time).\n\
+                    # TYPE metahooks_certificate_expiry_timestamp_seconds gauge\n\
+                    metahooks_certificate_expiry_timestamp_seconds 1797154715\n";
+        assert!(m.render().ends_with(want), "{}", m.render());
     }
 }

@@ -1,6 +1,7 @@
 //! TLS for the admission listener: certificates from files, re-read on the first handshake after
 //! they change (including the kubelet's `..data` symlink swap of a mounted Secret), or a
-//! self-signed certificate made at start; and the CA + serving certificate of `metahooks certs`.
+//! self-signed certificate made at start, each checked to be a pair and its expiry published;
+//! and the CA + serving certificate of `metahooks certs`.
 
 use anyhow::{anyhow, Context, Result};
 use rustls::crypto::ring::sign::any_supported_type;
@@ -12,7 +13,10 @@ use rustls::InconsistentKeys;
 use rustls::ServerConfig;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
 
 /// Where the serving certificate comes from.
 #[derive(Debug)]
@@ -48,34 +52,39 @@ fn stamp(path: &Path) -> std::io::Result<Stamp> {
 pub struct ReloadingResolver {
     files: Option<(PathBuf, PathBuf)>,
     current: Mutex<Loaded>,
+    /// Where the NotAfter of the certificate in service goes (`/metrics`), in Unix seconds.
+    expiry: Arc<AtomicI64>,
 }
 
 /// The certificate in use and the stamps of the files it was read from (none when self-signed).
 type Loaded = (Option<(Stamp, Stamp)>, Arc<CertifiedKey>);
 
+/// A certificate that expires within this many days is logged at `warn` when it is loaded.
+const EXPIRY_WARNING_DAYS: i64 = 30;
+
 impl ReloadingResolver {
-    pub fn new(source: &CertSource) -> Result<Self> {
-        match source {
+    pub fn new(source: &CertSource, expiry: Arc<AtomicI64>) -> Result<Self> {
+        let (files, stamps, (certified, not_after)) = match source {
             CertSource::Files { cert, key } => {
                 let stat = |path: &Path| {
                     stamp(path).with_context(|| format!("reading {}", path.display()))
                 };
                 let stamps = (stat(cert)?, stat(key)?);
-                let certified = load_files(cert, key)?;
-                Ok(ReloadingResolver {
-                    files: Some((cert.clone(), key.clone())),
-                    current: Mutex::new((Some(stamps), Arc::new(certified))),
-                })
+                let files = (cert.clone(), key.clone());
+                (Some(files), Some(stamps), load_files(cert, key)?)
             }
             CertSource::SelfSigned { dns_names } => {
                 let (cert_pem, key_pem) = self_signed(dns_names)?;
-                let certified = certified_key(cert_pem.as_bytes(), key_pem.as_bytes())?;
-                Ok(ReloadingResolver {
-                    files: None,
-                    current: Mutex::new((None, Arc::new(certified))),
-                })
+                let loaded = certified_key(cert_pem.as_bytes(), key_pem.as_bytes())?;
+                (None, None, loaded)
             }
-        }
+        };
+        in_service(&expiry, not_after);
+        Ok(ReloadingResolver {
+            files,
+            current: Mutex::new((stamps, Arc::new(certified))),
+            expiry,
+        })
     }
 
     fn current(&self) -> Arc<CertifiedKey> {
@@ -84,8 +93,9 @@ impl ReloadingResolver {
             if let (Ok(c), Ok(k)) = (stamp(cert), stamp(key)) {
                 if current.0 != Some((c, k)) {
                     match load_files(cert, key) {
-                        Ok(certified) => {
+                        Ok((certified, not_after)) => {
                             tracing::info!(cert = %cert.display(), "serving certificate reloaded");
+                            in_service(&self.expiry, not_after);
                             *current = (Some((c, k)), Arc::new(certified));
                         }
                         Err(e) => {
@@ -105,14 +115,33 @@ impl ResolvesServerCert for ReloadingResolver {
     }
 }
 
-fn load_files(cert: &Path, key: &Path) -> Result<CertifiedKey> {
+/// Publishes the NotAfter of a certificate put in service, and warns when it is near or past.
+fn in_service(expiry: &AtomicI64, not_after: OffsetDateTime) {
+    expiry.store(not_after.unix_timestamp(), Ordering::Relaxed);
+    let left = not_after - OffsetDateTime::now_utc();
+    if left < time::Duration::days(EXPIRY_WARNING_DAYS) {
+        let not_after = not_after.format(&Rfc3339).unwrap_or_default();
+        if left.is_negative() {
+            let message = "the serving certificate has expired: the API server refuses it";
+            tracing::warn!(%not_after, "{message}");
+        } else {
+            let days_left = left.whole_days();
+            tracing::warn!(%not_after, days_left, "the serving certificate expires soon");
+        }
+    }
+}
+
+/// The certificate and key of two files, and when the certificate expires.
+fn load_files(cert: &Path, key: &Path) -> Result<(CertifiedKey, OffsetDateTime)> {
     let cert_pem = std::fs::read(cert).with_context(|| format!("reading {}", cert.display()))?;
     let key_pem = std::fs::read(key).with_context(|| format!("reading {}", key.display()))?;
     certified_key(&cert_pem, &key_pem)
         .with_context(|| format!("loading {} and {}", cert.display(), key.display()))
 }
 
-fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey> {
+/// A certificate chain and its key from PEM, checked to be a pair, and when the certificate
+/// expires.
+fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<(CertifiedKey, OffsetDateTime)> {
     let chain = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow!("certificate PEM: {e}"))?;
@@ -124,11 +153,16 @@ fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey> {
         .map_err(|_| anyhow!("no usable PRIVATE KEY block in the key file"))?;
     let signing_key =
         any_supported_type(&key).map_err(|_| anyhow!("unsupported private key type"))?;
+    let (_, end_entity) = x509_parser::parse_x509_certificate(&chain[0])
+        .map_err(|e| anyhow!("the first certificate: {e}"))?;
+    let not_after = end_entity.validity().not_after.to_datetime();
     // A key that is not the certificate's would fail every handshake, at start or after a
     // reload that replaced a good pair.
     let certified = CertifiedKey::new(chain, signing_key);
     match certified.keys_match() {
-        Ok(()) | Err(rustls::Error::InconsistentKeys(InconsistentKeys::Unknown)) => Ok(certified),
+        Ok(()) | Err(rustls::Error::InconsistentKeys(InconsistentKeys::Unknown)) => {
+            Ok((certified, not_after))
+        }
         Err(rustls::Error::InconsistentKeys(_)) => Err(anyhow!(
             "the private key is not the certificate's: their public keys differ"
         )),
@@ -188,7 +222,7 @@ pub struct WebhookCerts {
 /// A CA and a serving certificate signed by it, valid for the Service's DNS names.
 pub fn webhook_certs(service: &str, namespace: &str, days: u32) -> Result<WebhookCerts> {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
-    let not_before = time::OffsetDateTime::now_utc();
+    let not_before = OffsetDateTime::now_utc();
     let not_after = not_before
         .checked_add(time::Duration::days(i64::from(days)))
         .ok_or_else(|| {

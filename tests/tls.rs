@@ -1,11 +1,13 @@
 //! Real TLS handshakes against the HTTPS listener: self-signed at start, and certificate files
 //! reloaded after a kubelet-style `..data` symlink swap without a restart; a certificate and a
-//! key that are not a pair refused, at start and on a reload.
+//! key that are not a pair refused, at start and on a reload; the expiry of the certificate in
+//! service in `/metrics`, and one near its end or past it logged.
 
 mod common;
 
 use common::tls::{der_of, https_get, swap_data, try_https_get, write_version};
-use common::TestServer;
+use common::{LogCapture, TestServer};
+use time::{Duration, OffsetDateTime};
 
 #[test]
 fn self_signed_certificate_serves_https() {
@@ -117,4 +119,83 @@ fn client_certificates_are_required_with_a_client_ca() {
         try_https_get(addr, Some((&stranger_cert, &stranger_key))).is_err(),
         "not signed by the client CA"
     );
+}
+
+/// Writes a self-signed pair for `localhost` that ends at `not_after` into `dir/version`.
+fn write_ending(dir: &std::path::Path, version: &str, not_after: OffsetDateTime) {
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+    params.not_before = not_after - Duration::days(90);
+    params.not_after = not_after;
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    std::fs::create_dir(dir.join(version)).unwrap();
+    std::fs::write(dir.join(version).join("tls.crt"), cert.pem()).unwrap();
+    std::fs::write(dir.join(version).join("tls.key"), key.serialize_pem()).unwrap();
+}
+
+/// The gauge of `/metrics` that says when the certificate in service expires, in Unix seconds.
+fn expiry_in_metrics(server: &TestServer) -> Option<i64> {
+    let text = String::from_utf8(common::get(server, "/metrics").body).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("metahooks_certificate_expiry_timestamp_seconds "))?;
+    Some(line.rsplit(' ').next().unwrap().parse().unwrap())
+}
+
+/// `/metrics` says when the certificate in service expires, at start and after a reload, so that
+/// an alert can fire before the API server refuses it; one that ends within 30 days, or has
+/// ended, is logged at `warn` when it is put in service (the only test of this binary that reads
+/// the logs: a process has one log subscriber).
+#[test]
+fn the_certificate_in_service_has_its_expiry_in_metrics_and_a_near_end_is_logged() {
+    let capture = LogCapture::install("info");
+    let dir = tempfile::tempdir().unwrap();
+    let now = OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
+    let soon = now + Duration::days(10);
+    write_ending(dir.path(), "..soon", soon);
+    swap_data(dir.path(), "..soon");
+    std::os::unix::fs::symlink("..data/tls.crt", dir.path().join("tls.crt")).unwrap();
+    std::os::unix::fs::symlink("..data/tls.key", dir.path().join("tls.key")).unwrap();
+    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let server = TestServer::start(&[
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ]);
+    assert_eq!(expiry_in_metrics(&server), Some(soon.unix_timestamp()));
+    let warnings = |message: &str| {
+        let text = capture.text();
+        let lines = text.lines().filter(|l| l.contains(message));
+        lines
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let logged = warnings("the serving certificate expires soon");
+    assert_eq!(logged.len(), 1, "{}", capture.text());
+    assert_eq!(logged[0]["level"], "WARN");
+    assert!(
+        matches!(logged[0]["days_left"].as_i64(), Some(9 | 10)),
+        "{}",
+        logged[0]
+    );
+
+    let later = now + Duration::days(400);
+    write_ending(dir.path(), "..later", later);
+    swap_data(dir.path(), "..later");
+    https_get(server.https.unwrap()); // the handshake that reloads
+    assert_eq!(expiry_in_metrics(&server), Some(later.unix_timestamp()));
+    assert_eq!(warnings("the serving certificate expires soon").len(), 1);
+
+    let past = now - Duration::days(1);
+    write_ending(dir.path(), "..past", past);
+    swap_data(dir.path(), "..past");
+    let _ = try_https_get(server.https.unwrap(), None);
+    assert_eq!(expiry_in_metrics(&server), Some(past.unix_timestamp()));
+    let expired = warnings("the serving certificate has expired: the API server refuses it");
+    assert_eq!(expired.len(), 1, "{}", capture.text());
+    assert_eq!(expired[0]["level"], "WARN");
+
+    // Without HTTPS there is no certificate, and no such gauge.
+    assert_eq!(expiry_in_metrics(&TestServer::start(&[])), None);
 }
