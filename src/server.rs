@@ -179,6 +179,7 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
 
     state.ready.store(true, Ordering::Relaxed);
     tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
         http = %http_addr,
         https = https_addr.map(tracing::field::display),
         "listening"
