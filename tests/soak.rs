@@ -191,18 +191,15 @@ fn slow_header_connections_do_not_starve_normal_traffic() {
 
 #[test]
 fn certificate_swapped_kubelet_style_in_the_middle_of_the_load_fails_no_request() {
-    use common::tls::{der_of, https_request, swap_data, write_version};
+    use common::tls::{der_of, https_request, mount, swap_data, write_version};
     let dir = tempfile::tempdir().unwrap();
     let first = write_version(dir.path(), "..v1");
-    swap_data(dir.path(), "..v1");
-    std::os::unix::fs::symlink("..data/tls.crt", dir.path().join("tls.crt")).unwrap();
-    std::os::unix::fs::symlink("..data/tls.key", dir.path().join("tls.key")).unwrap();
-    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let (cert, key) = mount(dir.path(), "..v1");
     let server = TestServer::start(&[
         "--tls-cert",
-        cert.to_str().unwrap(),
+        &cert,
         "--tls-key",
-        key.to_str().unwrap(),
+        &key,
         "--max-in-flight",
         "4096",
     ]);

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::tls::{der_of, https_get, swap_data, try_https_get, write_version};
+use common::tls::{der_of, https_get, mount, swap_data, try_https_get, write_pair, write_version};
 use common::{LogCapture, TestServer};
 use time::{Duration, OffsetDateTime};
 
@@ -23,17 +23,8 @@ fn self_signed_certificate_serves_https() {
 fn certificate_files_are_reloaded_after_a_symlink_swap() {
     let dir = tempfile::tempdir().unwrap();
     let first = write_version(dir.path(), "..2026_06_01_a");
-    swap_data(dir.path(), "..2026_06_01_a");
-    std::os::unix::fs::symlink("..data/tls.crt", dir.path().join("tls.crt")).unwrap();
-    std::os::unix::fs::symlink("..data/tls.key", dir.path().join("tls.key")).unwrap();
-    let cert = dir.path().join("tls.crt");
-    let key = dir.path().join("tls.key");
-    let server = TestServer::start(&[
-        "--tls-cert",
-        cert.to_str().unwrap(),
-        "--tls-key",
-        key.to_str().unwrap(),
-    ]);
+    let (cert, key) = mount(dir.path(), "..2026_06_01_a");
+    let server = TestServer::start(&["--tls-cert", &cert, "--tls-key", &key]);
     let addr = server.https.unwrap();
     assert_eq!(https_get(addr), (200, der_of(&first)));
 
@@ -42,31 +33,29 @@ fn certificate_files_are_reloaded_after_a_symlink_swap() {
     assert_eq!(https_get(addr), (200, der_of(&second)));
 
     // A broken new pair keeps the last good certificate in service.
-    std::fs::create_dir(dir.path().join("..2026_06_03_c")).unwrap();
-    std::fs::write(dir.path().join("..2026_06_03_c/tls.crt"), "garbage").unwrap();
-    std::fs::write(dir.path().join("..2026_06_03_c/tls.key"), "garbage").unwrap();
+    write_pair(dir.path(), "..2026_06_03_c", "garbage", "garbage");
     swap_data(dir.path(), "..2026_06_03_c");
     assert_eq!(https_get(addr), (200, der_of(&second)));
 
     // So does a pair whose key is not the certificate's, which would fail every handshake.
-    write_version(dir.path(), "..2026_06_04_d");
-    write_version(dir.path(), "..2026_06_04_e");
-    std::fs::copy(
-        dir.path().join("..2026_06_04_e/tls.key"),
-        dir.path().join("..2026_06_04_d/tls.key"),
-    )
-    .unwrap();
+    write_mismatched(dir.path(), "..2026_06_04_d");
     swap_data(dir.path(), "..2026_06_04_d");
     assert_eq!(https_get(addr), (200, der_of(&second)));
+}
+
+/// Writes into `dir/version` a certificate and the key of another.
+fn write_mismatched(dir: &std::path::Path, version: &str) {
+    let (cert, _) = metahooks::tls::self_signed(&["localhost".to_owned()]).unwrap();
+    let (_, other_key) = metahooks::tls::self_signed(&["localhost".to_owned()]).unwrap();
+    write_pair(dir, version, &cert, &other_key);
 }
 
 /// A key that is not the certificate's stops the server at start, naming both files.
 #[test]
 fn a_key_that_is_not_the_certificates_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
-    write_version(dir.path(), "a");
-    write_version(dir.path(), "b");
-    let (cert, key) = (dir.path().join("a/tls.crt"), dir.path().join("b/tls.key"));
+    write_mismatched(dir.path(), "a");
+    let (cert, key) = (dir.path().join("a/tls.crt"), dir.path().join("a/tls.key"));
     let (cert_arg, key_arg) = (cert.to_str().unwrap(), key.to_str().unwrap());
     let flags = ["--listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0"];
     let files = ["--tls-cert", cert_arg, "--tls-key", key_arg];
@@ -128,9 +117,7 @@ fn write_ending(dir: &std::path::Path, version: &str, not_after: OffsetDateTime)
     params.not_after = not_after;
     let key = rcgen::KeyPair::generate().unwrap();
     let cert = params.self_signed(&key).unwrap();
-    std::fs::create_dir(dir.join(version)).unwrap();
-    std::fs::write(dir.join(version).join("tls.crt"), cert.pem()).unwrap();
-    std::fs::write(dir.join(version).join("tls.key"), key.serialize_pem()).unwrap();
+    write_pair(dir, version, &cert.pem(), &key.serialize_pem());
 }
 
 /// The gauge of `/metrics` that says when the certificate in service expires, in Unix seconds.
@@ -153,16 +140,8 @@ fn the_certificate_in_service_has_its_expiry_in_metrics_and_a_near_end_is_logged
     let now = OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
     let soon = now + Duration::days(10);
     write_ending(dir.path(), "..soon", soon);
-    swap_data(dir.path(), "..soon");
-    std::os::unix::fs::symlink("..data/tls.crt", dir.path().join("tls.crt")).unwrap();
-    std::os::unix::fs::symlink("..data/tls.key", dir.path().join("tls.key")).unwrap();
-    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
-    let server = TestServer::start(&[
-        "--tls-cert",
-        cert.to_str().unwrap(),
-        "--tls-key",
-        key.to_str().unwrap(),
-    ]);
+    let (cert, key) = mount(dir.path(), "..soon");
+    let server = TestServer::start(&["--tls-cert", &cert, "--tls-key", &key]);
     assert_eq!(expiry_in_metrics(&server), Some(soon.unix_timestamp()));
     let warnings = |message: &str| {
         let text = capture.text();

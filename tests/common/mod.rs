@@ -266,7 +266,11 @@ impl Binary {
             }
         };
         // The line says which build is running, for whoever reads a Pod's logs.
-        assert_eq!(listening["version"], env!("CARGO_PKG_VERSION"), "{listening}");
+        assert_eq!(
+            listening["version"],
+            env!("CARGO_PKG_VERSION"),
+            "{listening}"
+        );
         let address = |field: &str| listening[field].as_str().map(|a| a.parse().expect(a));
         bin.addr = address("http").expect("the HTTP listener's address");
         bin.https = address("https");

@@ -153,14 +153,30 @@ pub fn der_of(pem: &str) -> Vec<u8> {
         .to_vec()
 }
 
-/// Writes a certificate pair into a timestamped folder, as the kubelet does.
-pub fn write_version(dir: &Path, version: &str) -> String {
-    let (cert, key) = metahooks::tls::self_signed(&["localhost".to_owned()]).unwrap();
+/// Writes a certificate and a key into a timestamped folder, as the kubelet does.
+pub fn write_pair(dir: &Path, version: &str, cert: &str, key: &str) {
     let folder = dir.join(version);
     std::fs::create_dir(&folder).unwrap();
-    std::fs::write(folder.join("tls.crt"), &cert).unwrap();
-    std::fs::write(folder.join("tls.key"), &key).unwrap();
+    std::fs::write(folder.join("tls.crt"), cert).unwrap();
+    std::fs::write(folder.join("tls.key"), key).unwrap();
+}
+
+/// Writes a self-signed pair for `localhost` into a timestamped folder; returns the certificate.
+pub fn write_version(dir: &Path, version: &str) -> String {
+    let (cert, key) = metahooks::tls::self_signed(&["localhost".to_owned()]).unwrap();
+    write_pair(dir, version, &cert, &key);
     cert
+}
+
+/// Makes `dir` a Secret mounted the kubelet's way, showing `version`: `tls.crt` and `tls.key`
+/// are links through `..data`. Returns their paths, for `--tls-cert` and `--tls-key`.
+pub fn mount(dir: &Path, version: &str) -> (String, String) {
+    swap_data(dir, version);
+    let link = |name: &str| {
+        std::os::unix::fs::symlink(format!("..data/{name}"), dir.join(name)).unwrap();
+        dir.join(name).to_str().unwrap().to_owned()
+    };
+    (link("tls.crt"), link("tls.key"))
 }
 
 /// Points `..data` at `version` atomically (symlink to a temporary name, then rename).
