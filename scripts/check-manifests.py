@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Offline checks of manifests/ (run by `make manifests-check`).
 
-1. Renders the kustomize base with `kubectl kustomize` and reads manifests/examples/.
+1. Renders the kustomize base and manifests/keptn-crds with `kubectl kustomize` and reads
+   manifests/examples/.
 2. Validates every built-in object against the Kubernetes schemas (kubernetes-validate, strict).
 3. Validates every custom resource against the openAPIV3Schema of its CRD in the rendered set.
 4. Checks the Metacontroller objects and the webhook configurations against the hook table that
@@ -15,6 +16,9 @@
 7. Checks that every webhook configuration carries the label app.kubernetes.io/part-of=metahooks
    and holds one webhook: the README's deploy step finds them by that label and sets the
    caBundle of `/webhooks/0`.
+8. Checks that the base applies no CRD of Keptn's group (lifecycle.keptn.sh): where Keptn runs,
+   which app discovery needs, they would replace Keptn's own. They are in manifests/keptn-crds
+   for clusters without Keptn, rendered apart and checked with the rest.
 """
 import glob
 import re
@@ -34,6 +38,7 @@ NAME_IN_CHILD_LABEL = {
 }
 LABEL_VALUE_MAX = 63
 PART_OF = "app.kubernetes.io/part-of"
+KEPTN_GROUP = "lifecycle.keptn.sh"
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "manifests"
 BINARY = sys.argv[2] if len(sys.argv) > 2 else "target/debug/metahooks"
 BUILTIN_RESOURCES = {("v1", "pods"), ("v1", "configmaps"), ("v1", "secrets")}
@@ -48,8 +53,17 @@ def load_all(text, source):
     return [(source, d) for d in yaml.safe_load_all(text) if d]
 
 
-rendered = subprocess.run(["kubectl", "kustomize", ROOT], check=True, capture_output=True, text=True).stdout
-objects = load_all(rendered, f"kubectl kustomize {ROOT}")
+def render(path):
+    text = subprocess.run(["kubectl", "kustomize", path], check=True, capture_output=True, text=True).stdout
+    return load_all(text, f"kubectl kustomize {path}")
+
+
+objects = render(ROOT)
+for source, obj in objects:
+    if obj.get("kind") == "CustomResourceDefinition" and obj["spec"]["group"] == KEPTN_GROUP:
+        fail(f"{source}: CustomResourceDefinition {obj['metadata']['name']}",
+             f"is applied by the base; where Keptn runs it would replace Keptn's own (keep it in {ROOT}/keptn-crds)")
+objects += render(f"{ROOT}/keptn-crds")
 for path in sorted(glob.glob(f"{ROOT}/examples/*.yaml")):
     with open(path) as f:
         objects += load_all(f.read(), path)

@@ -1,5 +1,6 @@
 //! app-discovery end to end: the real server, the project's manifests (CRDs with their defaults,
-//! the mutating webhook that labels requests, the CompositeController), the simulator's clock.
+//! the mutating webhook that labels requests, the CompositeController, and the minimal Keptn CRDs
+//! of manifests/keptn-crds in Keptn's place), the simulator's clock.
 
 mod common;
 mod sim;
@@ -10,7 +11,7 @@ use sim::Sim;
 const NS: &str = "podtato";
 
 fn sim() -> Sim {
-    let mut sim = Sim::with_manifests(&["app-discovery"]);
+    let mut sim = Sim::with_manifests(&["keptn-crds", "app-discovery"]);
     // Defaults come from the CRD: selector managed-by=keptn, 30 s window.
     sim.apply(&json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery", "metadata": {"name": "discovery", "namespace": NS}}).to_string())
         .unwrap();
