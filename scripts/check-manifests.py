@@ -11,8 +11,9 @@
 5. Checks that the CRD of each parent whose name the hooks write as a label value on its children
    refuses a name longer than a label value can be (63 characters), and takes one that long.
 6. Checks that the metahooks container runs `serve` with flags that `metahooks serve --help`
-   lists, and that its Pod's termination grace period is longer than the shutdown delay plus the
-   drain timeout (else the kubelet kills it with requests still in flight).
+   lists, that its Pod's termination grace period is longer than the shutdown delay plus the
+   drain timeout (else the kubelet kills it with requests still in flight), and that its image's
+   tag is the binary's version (`metahooks --version`).
 7. Checks that every webhook configuration carries the label app.kubernetes.io/part-of=metahooks
    and holds one webhook: the README's deploy step finds them by that label and sets the
    caBundle of `/webhooks/0`.
@@ -204,6 +205,7 @@ serve_help = subprocess.run([BINARY, "serve", "--help"], check=True, capture_out
 serve_flags = set(re.findall(r"^\s+(?:-\w, )?(--[a-z0-9-]+)", serve_help, re.MULTILINE))
 # Each flag's block runs to the next line that starts with a dash.
 serve_defaults = dict(re.findall(r"^\s+(--[a-z0-9-]+) <\w+>\n(?:(?!\s*-).*\n)*?\s+\[default: ([^\]]+)\]", serve_help, re.MULTILINE))
+version = subprocess.run([BINARY, "--version"], check=True, capture_output=True, text=True).stdout.split()[-1]
 servers = 0
 for source, obj in objects:
     if obj.get("kind") != "Deployment":
@@ -215,6 +217,8 @@ for source, obj in objects:
             continue
         servers += 1
         where = f"{source}: Deployment {obj['metadata']['name']} container {container['name']}"
+        if container["image"].rpartition(":")[2] != version:
+            fail(where, f"runs image {container['image']}, not the tag of this build's version, {version}")
         given = {}
         for arg in args[1:]:
             flag, _, value = arg.partition("=")
