@@ -8,9 +8,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Upper bounds of the latency buckets, in seconds.
-const BUCKETS: [f64; 12] = [
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+/// Upper bounds of the latency buckets, in seconds. The last finite one is above the request
+/// timeout (8 s by default) and at Metacontroller's webhook timeout (10 s), so that a slow answer
+/// or a 503 is told apart from one past every bound.
+const BUCKETS: [f64; 13] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 10.0,
 ];
 
 #[derive(Default)]
@@ -170,6 +172,7 @@ mod tests {
         for le in ["0.5", "1", "5"] {
             want += &bucket(le, 2);
         }
+        want += &bucket("10", 3);
         want += &bucket("+Inf", 3);
         want += "metahooks_request_duration_seconds_sum{route=\"/a\",status=\"200\"} 8.75\n\
                  metahooks_request_duration_seconds_count{route=\"/a\",status=\"200\"} 3\n";
@@ -192,6 +195,9 @@ mod tests {
         ));
         assert!(text.contains(
             "metahooks_request_duration_seconds_bucket{route=\"/a\",status=\"400\",le=\"5\"} 0"
+        ));
+        assert!(text.contains(
+            "metahooks_request_duration_seconds_bucket{route=\"/a\",status=\"400\",le=\"10\"} 1"
         ));
         assert!(text.contains(
             "metahooks_request_duration_seconds_bucket{route=\"/a\",status=\"400\",le=\"+Inf\"} 1"
