@@ -56,7 +56,9 @@ pub struct ReloadingResolver {
     expiry: Arc<AtomicI64>,
 }
 
-/// The certificate in use and the stamps of the files it was read from (none when self-signed).
+/// The stamps of the files last read (none when self-signed), and the certificate in use. A pair
+/// that failed to load leaves its stamps here too, so that it is read (and warned about) again
+/// only once the files change, not on every handshake.
 type Loaded = (Option<(Stamp, Stamp)>, Arc<CertifiedKey>);
 
 /// A certificate that expires within this many days is logged at `warn` when it is loaded.
@@ -99,7 +101,8 @@ impl ReloadingResolver {
                             *current = (Some((c, k)), Arc::new(certified));
                         }
                         Err(e) => {
-                            tracing::warn!(cert = %cert.display(), error = %e, "serving certificate not reloaded; keeping the previous one")
+                            tracing::warn!(cert = %cert.display(), error = %e, "serving certificate not reloaded; keeping the previous one");
+                            current.0 = Some((c, k));
                         }
                     }
                 }

@@ -131,8 +131,9 @@ fn expiry_in_metrics(server: &TestServer) -> Option<i64> {
 
 /// `/metrics` says when the certificate in service expires, at start and after a reload, so that
 /// an alert can fire before the API server refuses it; one that ends within 30 days, or has
-/// ended, is logged at `warn` when it is put in service (the only test of this binary that reads
-/// the logs: a process has one log subscriber).
+/// ended, is logged at `warn` when it is put in service, and a pair that does not load is warned
+/// about once, not on every handshake (the only test of this binary that reads the logs: a
+/// process has one log subscriber).
 #[test]
 fn the_certificate_in_service_has_its_expiry_in_metrics_and_a_near_end_is_logged() {
     let capture = LogCapture::install("info");
@@ -174,6 +175,17 @@ fn the_certificate_in_service_has_its_expiry_in_metrics_and_a_near_end_is_logged
     let expired = warnings("the serving certificate has expired: the API server refuses it");
     assert_eq!(expired.len(), 1, "{}", capture.text());
     assert_eq!(expired[0]["level"], "WARN");
+
+    // A pair that does not load is warned about once, not on every handshake after it.
+    write_mismatched(dir.path(), "..broken");
+    swap_data(dir.path(), "..broken");
+    for _ in 0..3 {
+        let _ = try_https_get(server.https.unwrap(), None);
+    }
+    let not_reloaded = warnings("serving certificate not reloaded; keeping the previous one");
+    let ours = not_reloaded.iter().filter(|l| l["cert"] == cert.as_str());
+    assert_eq!(ours.count(), 1, "{}", capture.text());
+    assert_eq!(expiry_in_metrics(&server), Some(past.unix_timestamp()));
 
     // Without HTTPS there is no certificate, and no such gauge.
     assert_eq!(expiry_in_metrics(&TestServer::start(&[])), None);
