@@ -12,8 +12,9 @@
    refuses a name longer than a label value can be (63 characters), and takes one that long.
 6. Checks that the metahooks container runs `serve` with flags that `metahooks serve --help`
    lists, that its Pod's termination grace period is longer than the shutdown delay plus the
-   drain timeout (else the kubelet kills it with requests still in flight), and that its image's
-   tag is the binary's version (`metahooks --version`).
+   drain timeout (else the kubelet kills it with requests still in flight), that its image's
+   tag is the binary's version (`metahooks --version`), and that a `prometheus.io/port`
+   annotation names the port of `--listen`.
 7. Checks that every webhook configuration carries the label app.kubernetes.io/part-of=metahooks
    and holds one webhook: the README's deploy step finds them by that label and sets the
    caBundle of `/webhooks/0`.
@@ -225,6 +226,10 @@ for source, obj in objects:
             if flag not in serve_flags:
                 fail(where, f"metahooks serve has no flag {flag}")
             given[flag] = value
+        scrape_port = obj["spec"]["template"]["metadata"].get("annotations", {}).get("prometheus.io/port")
+        listen = given.get("--listen") or serve_defaults.get("--listen", "")
+        if scrape_port is not None and scrape_port != listen.rpartition(":")[2]:
+            fail(where, f"prometheus.io/port {scrape_port} is not the port of --listen {listen}, where /metrics is")
         stop = sum(seconds(given.get(flag) or serve_defaults[flag]) for flag in ("--shutdown-delay", "--drain-timeout"))
         grace = pod.get("terminationGracePeriodSeconds", 30)
         if grace <= stop:
