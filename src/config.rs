@@ -28,12 +28,14 @@ pub struct ServeConfig {
     #[arg(long, env = "METAHOOKS_TLS_SELF_SIGNED", conflicts_with = "tls_cert")]
     pub tls_self_signed: bool,
 
-    /// DNS names (or IPs) of the self-signed certificate.
+    /// DNS names (a leading `*.` for a wildcard) or IP addresses of the self-signed certificate,
+    /// comma-separated.
     #[arg(
         long,
         env = "METAHOOKS_TLS_DNS_NAMES",
         value_delimiter = ',',
-        default_value = "localhost,127.0.0.1,::1"
+        default_value = "localhost,127.0.0.1,::1",
+        value_parser = parse_subject_name
     )]
     pub tls_dns_names: Vec<String>,
 
@@ -167,6 +169,25 @@ pub fn parse_timeout(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// A name a certificate can hold for a server: an IP address, or a DNS name (letters of either
+/// case), whose first label may be `*` for a wildcard. A client checks the name it dialled
+/// against these, so a name that is neither could never match: it is a flag error, not a
+/// certificate no client accepts.
+pub fn parse_subject_name(s: &str) -> Result<String, String> {
+    if s.parse::<std::net::IpAddr>().is_ok() {
+        return Ok(s.to_owned());
+    }
+    let host = s.strip_prefix("*.").unwrap_or(s).to_ascii_lowercase();
+    if metahooks_hooks::meta::is_dns1123_subdomain(&host) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "'{s}' is neither an IP address nor a DNS name (dot-separated labels of letters, \
+             digits and '-', each at most 63 characters, 253 in all; '*.' may start it)"
+        ))
+    }
+}
+
 /// `250ms`, `8s`, `2m`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
@@ -262,6 +283,45 @@ mod tests {
             parse_timeout("soon"),
             Err("'soon' is not a duration such as 8s".into())
         );
+    }
+
+    /// The self-signed certificate's names: a name no client could dial is refused.
+    #[test]
+    fn subject_names_are_dns_names_or_ip_addresses() {
+        for name in [
+            "localhost",
+            "127.0.0.1",
+            "::1",
+            "metahooks.metahooks-system.svc",
+            "*.example.com",
+            "My-Laptop.local",
+        ] {
+            assert_eq!(parse_subject_name(name), Ok(name.to_owned()), "{name}");
+        }
+        for name in [
+            "",
+            "foo bar",
+            "a..b",
+            "-a.b",
+            "*",
+            "a.*.b",
+            "x.",
+            &"a".repeat(64),
+        ] {
+            let err = parse_subject_name(name).unwrap_err();
+            assert!(
+                err.starts_with(&format!("'{name}' is neither an IP address nor a DNS name")),
+                "{name}: {err}"
+            );
+        }
+        let flag = ServeConfig::from_args(&["--tls-self-signed", "--tls-dns-names", "a,b c"]);
+        let err = flag.unwrap_err().to_string();
+        assert!(
+            err.contains("--tls-dns-names") && err.contains("'b c' is neither"),
+            "{err}"
+        );
+        let names = ServeConfig::from_args(&["--tls-dns-names", "a.svc,10.0.0.1"]).unwrap();
+        assert_eq!(names.tls_dns_names, ["a.svc", "10.0.0.1"]);
     }
 
     /// A number of minutes whose seconds do not fit in a u64 is refused, not wrapped (release)
