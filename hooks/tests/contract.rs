@@ -2,9 +2,9 @@
 //! contract's field names.
 
 use metahooks_hooks::contract::{
-    decode, AdmissionResponse, CompositeRequest, CompositeResponse, CustomizeResponse,
-    DecoratorRequest, DecoratorResponse, Object, ObjectMap, PatchOp, RelatedResourceRule,
-    MAX_RESYNC_AFTER_SECONDS,
+    decode, AdmissionResponse, AdmissionReview, CompositeRequest, CompositeResponse,
+    CustomizeResponse, DecoratorRequest, DecoratorResponse, Object, ObjectMap, PatchOp,
+    RelatedResourceRule, ReviewVersion, MAX_RESYNC_AFTER_SECONDS,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -243,21 +243,21 @@ fn customize_response_field_names() {
 
 #[test]
 fn admission_response_shapes() {
-    let allowed = AdmissionResponse::allow("u").into_review();
+    let allowed = AdmissionResponse::allow("u").into_review(ReviewVersion::V1);
     assert_eq!(
         serde_json::to_value(&allowed).unwrap(),
         json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {"uid": "u", "allowed": true}})
     );
     let denied = AdmissionResponse::deny("u", 403, "no")
         .with_warnings(vec!["w".into()])
-        .into_review();
+        .into_review(ReviewVersion::V1);
     assert_eq!(
         serde_json::to_value(&denied).unwrap()["response"],
         json!({"uid": "u", "allowed": false, "status": {"code": 403, "message": "no"}, "warnings": ["w"]})
     );
     let patched = AdmissionResponse::allow("u")
         .with_patch(&[PatchOp::add("/a~1b", json!(1))])
-        .into_review();
+        .into_review(ReviewVersion::V1);
     let v = serde_json::to_value(&patched).unwrap();
     assert_eq!(v["response"]["patchType"], "JSONPatch");
     use base64::Engine;
@@ -272,4 +272,41 @@ fn admission_response_shapes() {
         .with_patch(&[])
         .patch
         .is_none());
+}
+
+/// The API server refuses an answer in another version than its request's: a v1beta1 review
+/// (a webhook configuration that lists v1beta1 first) is answered in v1beta1; no apiVersion is
+/// v1; any other is a 400 at `apiVersion` that does not quote it.
+#[test]
+fn admission_reviews_are_answered_in_their_own_version() {
+    let version = |review: Value| {
+        decode::<AdmissionReview<Value>>(review.to_string().as_bytes()).map(|r| r.version)
+    };
+    let request = json!({"uid": "u"});
+    for (api_version, expected) in [
+        ("admission.k8s.io/v1", ReviewVersion::V1),
+        ("admission.k8s.io/v1beta1", ReviewVersion::V1beta1),
+    ] {
+        let review =
+            json!({"apiVersion": api_version, "kind": "AdmissionReview", "request": request});
+        assert_eq!(version(review).unwrap(), expected);
+        let answer = AdmissionResponse::allow("u").into_review(expected);
+        assert_eq!(
+            serde_json::to_value(&answer).unwrap()["apiVersion"],
+            api_version
+        );
+    }
+    assert_eq!(
+        version(json!({"request": request})).unwrap(),
+        ReviewVersion::V1
+    );
+    let err = version(json!({"apiVersion": "admission.k8s.io/v9-s3cret", "request": request}))
+        .unwrap_err();
+    assert_eq!(err.path, "apiVersion");
+    assert!(
+        err.message.starts_with("an AdmissionReview of another version than admission.k8s.io/v1 or admission.k8s.io/v1beta1")
+            && !err.message.contains("s3cret"),
+        "{}",
+        err.message
+    );
 }

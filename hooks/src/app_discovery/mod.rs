@@ -79,7 +79,7 @@ pub fn mutate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, Reques
         }
     }
     let response = AdmissionResponse::allow(&req.uid).with_patch(&ops);
-    HookOutput::json(subject, &response.into_review())
+    HookOutput::json(subject, &response.into_review(review.version))
 }
 
 #[cfg(test)]

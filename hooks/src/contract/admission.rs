@@ -1,14 +1,60 @@
-//! AdmissionReview v1 (admission.k8s.io/v1) request and response.
+//! AdmissionReview (admission.k8s.io/v1, and v1beta1) request and response.
 
 use super::{map_only, PatchOp};
 use base64::Engine;
-use serde::{Deserialize, Serialize};
+use serde::{de, Deserialize, Deserializer, Serialize};
+use std::fmt;
 
-/// The review the API server sends. Only `request` is read.
+/// The review the API server sends. `apiVersion` (absent: v1) and `request` are read.
 #[derive(Debug, Deserialize)]
 #[serde(remote = "Self")]
 pub struct AdmissionReview<O> {
+    #[serde(default, rename = "apiVersion")]
+    pub version: ReviewVersion,
     pub request: AdmissionRequest<O>,
+}
+
+/// The AdmissionReview versions the API server sends: it sends the first of a webhook's
+/// `admissionReviewVersions` it knows, and refuses an answer in another version than its
+/// request's. The two have the same fields; the manifests ask for v1.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewVersion {
+    #[default]
+    V1,
+    V1beta1,
+}
+
+impl ReviewVersion {
+    pub fn api_version(self) -> &'static str {
+        match self {
+            ReviewVersion::V1 => "admission.k8s.io/v1",
+            ReviewVersion::V1beta1 => "admission.k8s.io/v1beta1",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ReviewVersion {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Version;
+        impl de::Visitor<'_> for Version {
+            type Value = ReviewVersion;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("admission.k8s.io/v1 or admission.k8s.io/v1beta1")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ReviewVersion, E> {
+                match v {
+                    "admission.k8s.io/v1" => Ok(ReviewVersion::V1),
+                    "admission.k8s.io/v1beta1" => Ok(ReviewVersion::V1beta1),
+                    // Not `invalid_value`, whose message would quote the request's text.
+                    _ => Err(E::custom(
+                        "an AdmissionReview of another version than admission.k8s.io/v1 or \
+                         admission.k8s.io/v1beta1",
+                    )),
+                }
+            }
+        }
+        deserializer.deserialize_str(Version)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -57,7 +103,7 @@ map_only! {
     impl['de] UserInfo;
 }
 
-/// The review sent back: always `admission.k8s.io/v1`, `AdmissionReview`.
+/// The review sent back: an `AdmissionReview` of the request's version.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdmissionReviewResponse {
@@ -132,9 +178,10 @@ impl AdmissionResponse {
         self
     }
 
-    pub fn into_review(self) -> AdmissionReviewResponse {
+    /// The answer to a review of this version.
+    pub fn into_review(self, version: ReviewVersion) -> AdmissionReviewResponse {
         AdmissionReviewResponse {
-            api_version: "admission.k8s.io/v1",
+            api_version: version.api_version(),
             kind: "AdmissionReview",
             response: self,
         }

@@ -18,7 +18,7 @@ mod spans;
 
 pub use admission::{
     AdmissionRequest, AdmissionResponse, AdmissionReview, AdmissionReviewResponse,
-    GroupVersionKind, StatusDetails, UserInfo,
+    GroupVersionKind, ReviewVersion, StatusDetails, UserInfo,
 };
 pub use composite::{CompositeRequest, CompositeResponse};
 pub use customize::{CustomizeRequest, CustomizeResponse, LabelSelector, RelatedResourceRule};

@@ -59,7 +59,7 @@ pub fn validate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, Requ
         &req.kind.kind,
         &req.uid,
     );
-    HookOutput::json(subject, &response.into_review())
+    HookOutput::json(subject, &response.into_review(review.version))
 }
 
 fn admit(operation: &str, object: Option<&Json>, kind: &str, uid: &str) -> AdmissionResponse {
