@@ -309,4 +309,12 @@ fn admission_reviews_are_answered_in_their_own_version() {
         "{}",
         err.message
     );
+    let err = version(json!({"apiVersion": 1, "request": request})).unwrap_err();
+    assert_eq!(
+        (err.path.as_str(), err.message.as_str()),
+        (
+            "apiVersion",
+            "invalid type: integer `1`, expected admission.k8s.io/v1 or admission.k8s.io/v1beta1 at line 1 column 15"
+        )
+    );
 }
