@@ -21,6 +21,10 @@
 8. Checks that the base applies no CRD of Keptn's group (lifecycle.keptn.sh): where Keptn runs,
    which app discovery needs, they would replace Keptn's own. They are in manifests/keptn-crds
    for clusters without Keptn, rendered apart and checked with the rest.
+9. Checks that every Metacontroller hook calls a Service port these manifests define, and that
+   the hooks of a controller with Secrets among its children or attachments (whose requests and
+   answers carry private keys) call it over HTTPS, verified against the CA in the ConfigMap that
+   the README's deploy step makes.
 """
 import glob
 import re
@@ -44,6 +48,9 @@ KEPTN_GROUP = "lifecycle.keptn.sh"
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "manifests"
 BINARY = sys.argv[2] if len(sys.argv) > 2 else "target/debug/metahooks"
 BUILTIN_RESOURCES = {("v1", "pods"), ("v1", "configmaps"), ("v1", "secrets")}
+SECRETS = ("v1", "secrets")
+# The webhook CA that Metacontroller checks metahooks' certificate against (README, Deploying).
+CA_CONFIGMAP = {"name": "metahooks-ca", "namespace": "metahooks-system", "key": "ca.crt"}
 errors = []
 
 
@@ -99,13 +106,23 @@ def strip_k8s(schema):
     return schema
 
 
-def check_hooks(where, hooks, expected):
+def check_hooks(where, hooks, expected, carries_secrets):
     for name, hook in (hooks or {}).items():
         url = hook.get("webhook", {}).get("url")
         if not url:
             fail(where, f"hook {name} has no webhook url")
             continue
-        path = urlparse(url).path
+        parsed = urlparse(url)
+        path = parsed.path
+        service, _, namespace = (parsed.hostname or "").partition(".")
+        port = parsed.port or {"http": 80, "https": 443}.get(parsed.scheme)
+        if port not in service_ports.get((namespace, service), set()):
+            fail(where, f"hook {name} calls {parsed.netloc}, not a Service port of these manifests")
+        if carries_secrets:
+            if parsed.scheme != "https":
+                fail(where, f"hook {name} sends Secrets (private keys) over {parsed.scheme}, not https")
+            if hook["webhook"].get("caBundle", {}).get("configMapRef") != CA_CONFIGMAP:
+                fail(where, f"hook {name} does not check metahooks' certificate against the ConfigMap {CA_CONFIGMAP}")
         want = expected.get(name)
         if path not in routes:
             fail(where, f"hook {name} calls {path}, which metahooks does not serve")
@@ -139,15 +156,19 @@ for source, obj in objects:
             owners = [k for k in crds if k[0] == pg and k[2] == pv and (parent["apiVersion"], parent["resource"]) in plurals]
             if not any(crds[k][1] for k in owners):
                 fail(where, "the parent CRD has no status subresource (Metacontroller refuses it)")
-            for child in spec.get("childResources", []):
-                check_resource(where, child["apiVersion"], child["resource"])
-            check_hooks(where, spec.get("hooks"), {"sync": "CompositeController sync", "finalize": "CompositeController", "customize": "customize"})
+            children = [(c["apiVersion"], c["resource"]) for c in spec.get("childResources", [])]
+            for child in children:
+                check_resource(where, *child)
+            check_hooks(where, spec.get("hooks"), {"sync": "CompositeController sync", "finalize": "CompositeController", "customize": "customize"},
+                        SECRETS in children)
         else:
             for r in spec.get("resources", []):
                 check_resource(where, r["apiVersion"], r["resource"])
-            for a in spec.get("attachments", []):
-                check_resource(where, a["apiVersion"], a["resource"])
-            check_hooks(where, spec.get("hooks"), {"sync": "DecoratorController sync", "customize": "customize"})
+            attachments = [(a["apiVersion"], a["resource"]) for a in spec.get("attachments", [])]
+            for attachment in attachments:
+                check_resource(where, *attachment)
+            check_hooks(where, spec.get("hooks"), {"sync": "DecoratorController sync", "customize": "customize"},
+                        SECRETS in attachments)
         continue
     if kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
         want = "validating admission" if kind.startswith("Validating") else "mutating admission"
