@@ -3,8 +3,9 @@
 # container runtime: alone in an empty root directory (chroot, so it needs root), as user 65532,
 # with the Deployment's serve flags (on loopback ports) and a certificate from `metahooks certs`
 # where the Deployment mounts it. It must get ready, answer a hook over HTTP and over HTTPS (the
-# certificate checked against the caBundle under the Service's DNS name), issue leaf
-# certificates (the crypto in the static binary), and stop on SIGTERM with status 0.
+# certificate checked against the caBundle under the name the API server dials), issue leaf
+# certificates (the crypto in the static binary) over HTTPS under the name in cert-rotation's
+# hook URL, which Metacontroller dials, and stop on SIGTERM with status 0.
 # usage: scripts/check-image-binary.sh BINARY
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,10 @@ install -m 0644 "$work/certs/tls.crt" "$work/certs/tls.key" "$root/etc/metahooks
 # The Deployment's serve flags, the listeners moved to loopback ports and the shutdown delay
 # shortened to 1 s; the certificate paths are the Deployment's mount.
 http=127.0.0.1:18280 https=127.0.0.1:18643 host=metahooks.metahooks-system.svc
+metacontroller_host=$(sed -n 's#^ *url: https://\([^/:]*\)/cert-rotation/sync$#\1#p' \
+  manifests/cert-rotation/compositecontroller.yaml)
+[ -n "$metacontroller_host" ] \
+  || { echo "image-check: cert-rotation's sync hook has no https:// URL" >&2; exit 1; }
 flags=()
 while read -r flag; do
   case $flag in
@@ -48,11 +53,12 @@ for _ in $(seq 100); do
 done
 curl -sf "http://$http/readyz" >/dev/null || fail "not ready after 10 s"
 
-# POST FIXTURE ROUTE SCHEME: the answer's body on stdout, a failure unless it is a 200.
+# POST FIXTURE ROUTE SCHEME [HOST]: the answer's body on stdout, a failure unless it is a 200.
+# Over HTTPS the certificate is checked against ca.crt for HOST (the API server's by default).
 post() {
-  local base="http://$http"
-  [ "$3" = https ] && base="https://$host:${https##*:}"
-  curl -sS --fail-with-body --cacert "$work/certs/ca.crt" --resolve "$host:${https##*:}:127.0.0.1" \
+  local base="http://$http" name=${4:-$host}
+  [ "$3" = https ] && base="https://$name:${https##*:}"
+  curl -sS --fail-with-body --cacert "$work/certs/ca.crt" --resolve "$name:${https##*:}:127.0.0.1" \
     -H 'Content-Type: application/json' --data-binary "@fixtures/$1.request.json" "$base$2" \
     || fail "POST $2 over $3 with fixtures/$1.request.json"
 }
@@ -64,7 +70,7 @@ for scheme in http https; do
   post delete-graph/sync-chain-database-running /delete-graph/sync $scheme \
     | same_as_fixture delete-graph/sync-chain-database-running $scheme
 done
-post cert-rotation/sync-step0-issues-leaves /cert-rotation/sync https | python3 -c '
+post cert-rotation/sync-step0-issues-leaves /cert-rotation/sync https "$metacontroller_host" | python3 -c '
 import json, sys
 leaves = [c for c in json.load(sys.stdin)["children"]
           if c["kind"] == "Secret" and "tls.crt" in c.get("data", {})]
