@@ -8,7 +8,9 @@
 # performance issue's loopback, memory and start-up targets this run met.
 # ROUTES and SIZES narrow the run; FEATURES=mimalloc builds the server with mimalloc; IMAGE=1
 # measures the container image's binary (scripts/image-binary.sh: static, glibc) instead of the
-# ordinary release build.
+# ordinary release build. TLS=1 sends metahooks' requests to its HTTPS listener (the self-signed
+# certificate made at start, TLS 1.3), as Metacontroller calls cert-rotation's hooks in the
+# manifests; the floors stay on plain HTTP, so the ratios include what TLS costs.
 # By default wrk sends one body over and over, as Metacontroller resyncs a parent that has not
 # changed, so metahooks decodes it once (its memo of decoded requests). VARY=1 makes every request
 # differ in a child's resourceVersion (the first in the body), as when something changed in a child
@@ -169,12 +171,17 @@ sleep 0.5
 ticks_per_s=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; } # user, system, in clock ticks
 
+# The address wrk sends to for a server's port: metahooks' HTTPS listener with TLS=1.
+base_url() {
+  if [ "$1" = 8090 ] && [ "${TLS:-0}" = 1 ]; then echo https://127.0.0.1:8443; else echo "http://127.0.0.1:$1"; fi
+}
+
 # port path body -> "rps p50 p99 errors server-µs-per-request server-system-µs wrk-cores"
 run() {
   local before after result
   before=$(cpu_ticks "${server_pid[$1]}")
   result=$( { TIMEFORMAT='%U %S'; time BODY="$3" "${client_cpu[@]}" wrk -t2 -c"$CONNECTIONS" \
-    -d"${DURATION}s" --latency -s "$OUT/post.lua" "http://127.0.0.1:$1/$2" >"$OUT/wrk.out"; } 2>&1)
+    -d"${DURATION}s" --latency -s "$OUT/post.lua" "$(base_url "$1")/$2" >"$OUT/wrk.out"; } 2>&1)
   after=$(cpu_ticks "${server_pid[$1]}")
   result=${result##*$'\n'} # the last line is `time`'s, after anything wrk wrote to stderr
   awk -v b="$before" -v a="$after" -v hz="$ticks_per_s" -v d="$DURATION" -v t="$result" '
@@ -238,7 +245,7 @@ printf '%s' "$cpu_rows"
 peak_kb=$(awk '/VmHWM/ {print $2}' /proc/$server/status)
 echo
 echo "start to ready (self-signed TLS included): ${ready_ms} ms; idle RSS: $((idle_kb / 1024)) MiB; peak RSS under load: $((peak_kb / 1024)) MiB"
-echo "metahooks: $server_bin${FEATURES:+ (features: $FEATURES)}"
+echo "metahooks: $server_bin${FEATURES:+ (features: $FEATURES)}, over $(base_url 8090 | cut -d: -f1)"
 echo "servers pinned: ${server_cpu[*]:-no}; wrk pinned: ${client_cpu[*]:-no}; ${ROUNDS} rounds of ${DURATION} s per server, medians"
 case "${VARY:-0}" in
   1) echo "requests: every one differs in a child's resourceVersion (VARY=1), which no hook reads;" ;;
