@@ -1,7 +1,7 @@
 //! Real TLS handshakes against the HTTPS listener: self-signed at start, and certificate files
 //! reloaded after a kubelet-style `..data` symlink swap without a restart; a certificate and a
 //! key that are not a pair refused, at start and on a reload; the expiry of the certificate in
-//! service in `/metrics`, and one near its end or past it logged.
+//! service in `/metrics`, and one near its end or past it logged; admission over HTTP/2.
 
 mod common;
 
@@ -189,4 +189,85 @@ fn the_certificate_in_service_has_its_expiry_in_metrics_and_a_near_end_is_logged
 
     // Without HTTPS there is no certificate, and no such gauge.
     assert_eq!(expiry_in_metrics(&TestServer::start(&[])), None);
+}
+
+/// The API server calls a webhook over HTTP/2 when the server offers it (ALPN `h2`), as ours
+/// does: over one HTTP/2 connection an admission review gets the answer it gets over HTTP/1.1
+/// (the fixture's), and a refused request its JSON error.
+#[test]
+fn admission_reviews_are_answered_over_http2() {
+    let server = TestServer::start(&["--tls-self-signed"]);
+    let addr = server.https.unwrap();
+    let fixture = |name: &str| std::fs::read(common::fixture(name)).unwrap();
+    let review = fixture("delete-graph/validate-cycle-denied.request.json");
+    let golden: serde_json::Value =
+        serde_json::from_slice(&fixture("delete-graph/validate-cycle-denied.response.json"))
+            .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut config = common::tls::accepting_any_certificate().with_no_client_auth();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+            .connect(name, tcp)
+            .await
+            .unwrap();
+        assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+        let (client, connection) = h2::client::handshake(tls).await.unwrap();
+        tokio::spawn(connection);
+
+        let (status, body) = h2_post(&client, "application/json", &review).await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&body).unwrap(),
+            golden
+        );
+
+        let (status, body) = h2_post(&client, "text/plain", &review).await;
+        assert_eq!(status, 415);
+        let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert!(
+            error["error"].as_str().unwrap().contains("Content-Type"),
+            "{error}"
+        );
+    });
+}
+
+/// POSTs `body` to /delete-graph/validate on an HTTP/2 connection: the status and the body.
+async fn h2_post(
+    client: &h2::client::SendRequest<bytes::Bytes>,
+    content_type: &str,
+    body: &[u8],
+) -> (u16, Vec<u8>) {
+    let request = http::Request::post("https://localhost/delete-graph/validate")
+        .header("content-type", content_type)
+        .body(())
+        .unwrap();
+    let (response, mut stream) = client
+        .clone()
+        .ready()
+        .await
+        .unwrap()
+        .send_request(request, false)
+        .unwrap();
+    stream
+        .send_data(bytes::Bytes::copy_from_slice(body), true)
+        .unwrap();
+    let response = response.await.unwrap();
+    let status = response.status().as_u16();
+    let mut received = response.into_body();
+    let mut answer = Vec::new();
+    while let Some(chunk) = received.data().await {
+        let chunk = chunk.unwrap();
+        received
+            .flow_control()
+            .release_capacity(chunk.len())
+            .unwrap();
+        answer.extend_from_slice(&chunk);
+    }
+    (status, answer)
 }

@@ -83,12 +83,7 @@ pub fn https_request(
 ) -> Result<(super::Reply, Vec<u8>), String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::PrivateKeyDer;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)));
+    let builder = accepting_any_certificate();
     let config = match client {
         None => builder.with_no_client_auth(),
         Some((cert, key)) => builder
@@ -99,6 +94,18 @@ pub fn https_request(
             .unwrap(),
     };
     exchange(addr, config, "localhost", raw)
+}
+
+/// A client configuration that accepts any server certificate ([`AnyCertificate`]), before its
+/// client certificate is chosen.
+pub fn accepting_any_certificate(
+) -> rustls::ConfigBuilder<ClientConfig, rustls::client::WantsClientCert> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
 }
 
 /// GETs /readyz over TLS, trusting only the CAs of `ca_pem` and checking that the certificate
