@@ -114,7 +114,9 @@ def check_hooks(where, hooks, expected, carries_secrets):
             continue
         parsed = urlparse(url)
         path = parsed.path
-        service, _, namespace = (parsed.hostname or "").partition(".")
+        # A Service's names: name.namespace, with .svc or .svc.cluster.local after it or not.
+        host = re.sub(r"\.svc(\.cluster\.local)?$", "", parsed.hostname or "")
+        service, _, namespace = host.partition(".")
         port = parsed.port or {"http": 80, "https": 443}.get(parsed.scheme)
         if port not in service_ports.get((namespace, service), set()):
             fail(where, f"hook {name} calls {parsed.netloc}, not a Service port of these manifests")
