@@ -194,3 +194,43 @@ fn two_apps_with_different_windows() {
     assert_eq!(status["pendingRequests"], json!([]));
     assert_eq!(status["conditions"][0]["reason"], "Synced");
 }
+
+/// While the API server cannot reach metahooks, Keptn's pod webhook still creates its request:
+/// the labelling webhook's `failurePolicy: Ignore` admits it unlabelled (with `Fail`, the create
+/// would fail, and Keptn's webhook would refuse the Pod it was admitting). The AppDiscovery does
+/// not select it, so nothing happens to it; labelled afterwards, as the README says, it is
+/// adopted and handled like any other.
+#[test]
+fn a_request_made_while_metahooks_is_unreachable_is_handled_once_labelled() {
+    let mut sim = sim();
+    sim.set_webhooks_reachable(false);
+    request(&mut sim, "podtato-head", "podtato-head", true);
+    workload(&mut sim, "podtato-head-entry", "podtato-head", "0.1.0");
+    sim.run_until_quiet();
+    let kacr = sim
+        .get("KeptnAppCreationRequest", NS, "podtato-head")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        kacr["metadata"]["labels"],
+        Value::Null,
+        "admitted unlabelled"
+    );
+    assert_eq!(
+        kacr["metadata"]["ownerReferences"],
+        Value::Null,
+        "not adopted"
+    );
+    assert!(app(&sim, "podtato-head").is_none());
+
+    sim.set_webhooks_reachable(true);
+    let mut labelled = kacr;
+    labelled["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "keptn"});
+    sim.apply(&labelled.to_string()).unwrap();
+    sim.run_until_quiet();
+    let created = app(&sim, "podtato-head").expect("the app, once the request is labelled");
+    assert_eq!(created["spec"]["version"], "0.1.0");
+    assert!(sim
+        .get("KeptnAppCreationRequest", NS, "podtato-head")
+        .is_none());
+}

@@ -262,6 +262,8 @@ pub struct Sim {
     /// Answers kept for hooks with `webhook.etag.enabled`, by route and the parent's kind,
     /// namespace and name (as Metacontroller's `webhook_etag.go` keys them): tag and body.
     etag_cache: HashMap<(String, String, String, String), (String, Value)>,
+    /// Whether the API server reaches metahooks' admission webhooks ([`Sim::set_webhooks_reachable`]).
+    webhooks_reachable: bool,
     started: bool,
     pub calls: Vec<HookCall>,
     pub delete_checks: Vec<DeleteCheck>,
@@ -395,6 +397,7 @@ impl Sim {
             resync_at: BTreeMap::new(),
             customize_cache: HashMap::new(),
             etag_cache: HashMap::new(),
+            webhooks_reachable: true,
             started: false,
             calls: Vec::new(),
             delete_checks: Vec::new(),
@@ -538,7 +541,16 @@ impl Sim {
         }
     }
 
-    /// Runs the matching admission webhooks; returns the (mutated) object.
+    /// Makes every admission call fail as a call to an unreachable server does, or succeed again:
+    /// each webhook's `failurePolicy` then decides (`Ignore` admits without it; `Fail`, the
+    /// default, refuses the write). Metacontroller's hook calls are not affected.
+    pub fn set_webhooks_reachable(&mut self, reachable: bool) {
+        self.webhooks_reachable = reachable;
+    }
+
+    /// Runs the matching admission webhooks; returns the (mutated) object. A call that fails
+    /// (unreachable, or any answer but a 200 with a review) refuses the write, unless the
+    /// webhook's `failurePolicy` is `Ignore`, as in the API server.
     fn admit(
         &mut self,
         operation: &str,
@@ -583,6 +595,13 @@ impl Sim {
                                 "operation": operation, "userInfo": {"username": user},
                                 "object": object, "oldObject": old, "dryRun": false}});
                 let path = str_at(hook, "/clientConfig/service/path").to_owned();
+                let ignore_failure = str_at(hook, "/failurePolicy") == "Ignore";
+                if !self.webhooks_reachable {
+                    if ignore_failure {
+                        continue;
+                    }
+                    return Err(format!("failed calling webhook {path}: unreachable"));
+                }
                 let reply = post_json(self.addr, &path, &review, None);
                 self.calls.push(HookCall {
                     path: path.clone(),
@@ -590,6 +609,9 @@ impl Sim {
                     parent: str_at(&subject, "/metadata/name").into(),
                 });
                 let Some(resp) = reply.json else {
+                    if ignore_failure {
+                        continue;
+                    }
                     return Err(format!("webhook {path} answered {}", reply.status));
                 };
                 let r = &resp["response"];
