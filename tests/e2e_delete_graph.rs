@@ -348,3 +348,46 @@ fn a_cycle_is_rejected_at_admission() {
     assert_eq!(err, "workload dependency 'a' is part of a cycle.");
     assert!(sim.get("WorkloadSet", NS, "shop").is_none());
 }
+
+/// A WorkloadSet whose spec is invalid can exist: written before the webhook was installed, or
+/// admitted by an older metahooks under fewer rules. Sync freezes it (§6.1), and it must still
+/// take Metacontroller's finalizer and be deletable: an update that leaves the spec as it was
+/// (a label, a finalizer) is admitted, with a warning; one that changes the spec and keeps it
+/// invalid is refused as before.
+#[test]
+fn an_invalid_workload_set_that_exists_can_still_be_labelled_and_deleted() {
+    let (mut sim, _) = sim();
+    let cycle = json!({
+        "a": workload("a", json!({"b": "ADD_COND_RUNNING"}), "NEVER"),
+        "b": workload("b", json!({"a": "ADD_COND_RUNNING"}), "NEVER"),
+    });
+    sim.apply_before_webhooks(&set(cycle.clone())).unwrap();
+    sim.run_until_quiet();
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+    let ws = sim.get("WorkloadSet", NS, "shop").unwrap().clone();
+    assert_eq!(
+        ws["metadata"]["finalizers"],
+        json!(["metacontroller.io/compositecontroller-delete-graph"])
+    );
+    assert_eq!(
+        ws["status"]["conditions"][0]["reason"],
+        "CycleInDependencies"
+    );
+    assert!(running(&sim).is_empty(), "frozen: nothing started");
+
+    let mut edited = cycle;
+    edited["c"] = workload("c", json!({}), "NEVER");
+    let err = sim.apply(&set(edited)).unwrap_err();
+    assert_eq!(err, "workload dependency 'a' is part of a cycle.");
+    let mut labelled = ws;
+    labelled["metadata"]["labels"] = json!({"team": "shop"});
+    sim.apply(&labelled.to_string()).unwrap();
+
+    sim.delete("WorkloadSet", NS, "shop").unwrap();
+    sim.run_until_quiet();
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+    assert!(
+        sim.get("WorkloadSet", NS, "shop").is_none(),
+        "finalized and gone"
+    );
+}

@@ -453,6 +453,15 @@ impl Sim {
         Ok(())
     }
 
+    /// `kubectl apply` with no admission webhook installed: an object written before the
+    /// webhook configurations were, or one an older metahooks admitted under fewer rules.
+    pub fn apply_before_webhooks(&mut self, text: &str) -> Result<(), String> {
+        let webhooks = std::mem::take(&mut self.webhooks);
+        let written = self.apply(text);
+        self.webhooks = webhooks;
+        written
+    }
+
     fn api_write(&mut self, mut obj: Value, user: &str) -> Result<(), String> {
         let key = key_of(&obj);
         let old = self.store.get(&key).cloned();
@@ -1044,7 +1053,10 @@ impl Sim {
         let has_finalize_hook = spec.pointer("/hooks/finalize").is_some();
         if has_finalize_hook && !deleting && matches && !has_finalizer(&parent) {
             set_finalizer(&mut parent, &finalizer, true);
-            self.store.replace(parent.clone());
+            if let Err(e) = self.api_write(parent, METACONTROLLER) {
+                self.sync_errors.push(format!("adding the finalizer: {e}"));
+                return;
+            }
             parent = self.store.get(key).cloned().unwrap();
         }
         let uid = str_at(&parent, "/metadata/uid").to_owned();
@@ -1133,8 +1145,12 @@ impl Sim {
         if finalizing && resp["finalized"] == json!(true) {
             let mut p = self.store.get(key).cloned().unwrap();
             set_finalizer(&mut p, &finalizer, false);
-            self.store.replace(p);
-            self.store.finish_if_released(key, self.now());
+            match self.api_write(p, METACONTROLLER) {
+                Ok(()) => self.store.finish_if_released(key, self.now()),
+                Err(e) => self
+                    .sync_errors
+                    .push(format!("removing the finalizer: {e}")),
+            }
         }
         // Desired children: namespace defaulted, controller-uid added, selector checked.
         let mut desired: Vec<Value> = resp["children"]

@@ -56,13 +56,20 @@ pub fn validate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, Requ
     let response = admit(
         req.operation.as_str(),
         req.object.as_ref(),
+        req.old_object.as_ref(),
         &req.kind.kind,
         &req.uid,
     );
     HookOutput::json(subject, &response.into_review(review.version))
 }
 
-fn admit(operation: &str, object: Option<&Json>, kind: &str, uid: &str) -> AdmissionResponse {
+fn admit(
+    operation: &str,
+    object: Option<&Json>,
+    old_object: Option<&Json>,
+    kind: &str,
+    uid: &str,
+) -> AdmissionResponse {
     if operation != "CREATE" && operation != "UPDATE" {
         return AdmissionResponse::allow(uid);
     }
@@ -103,8 +110,21 @@ fn admit(operation: &str, object: Option<&Json>, kind: &str, uid: &str) -> Admis
             }
         }
     }
+    let unchanged = operation == "UPDATE"
+        && old_object.is_some_and(|old| old.get("spec").unwrap_or(&NULL) == spec);
     let response = match validated.invalid {
         None => AdmissionResponse::allow(uid),
+        // An update that leaves an invalid spec as it was (a label, an annotation, the finalizer
+        // Metacontroller adds and removes) is let through: such a set exists when it was written
+        // before this webhook or under fewer rules, sync freezes it, and refusing its metadata
+        // would keep it from ever being deleted.
+        Some(invalid) if unchanged => {
+            warnings.push(format!(
+                "the spec is invalid and this update leaves it so: {}",
+                invalid.message
+            ));
+            AdmissionResponse::allow(uid)
+        }
         Some(invalid) => AdmissionResponse::deny(uid, 403, invalid.message),
     };
     response.with_warnings(warnings)

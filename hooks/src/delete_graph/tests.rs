@@ -806,6 +806,47 @@ fn a_spec_beyond_the_memo_bound_is_planned_but_not_remembered() {
     }
 }
 
+/// §9 on an update: an invalid spec that the update leaves as it was (a label; the finalizer
+/// Metacontroller adds and removes) is admitted with a warning, or such a set could never be
+/// deleted; an update that changes an invalid spec, even to another invalid one, or makes a
+/// valid one invalid, is refused, and so is a CREATE whatever `oldObject` says.
+#[test]
+fn rule_9_an_update_that_leaves_an_invalid_spec_as_it_was_is_admitted() {
+    let set = |workloads: &Value| {
+        json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "WorkloadSet",
+               "metadata": {"name": "s", "namespace": "ns"}, "spec": {"workloads": workloads}})
+    };
+    let review = |operation: &str, old: Value, new: Value| {
+        let request = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u-9", "operation": operation, "object": new, "oldObject": old,
+                        "kind": {"group": "metahooks.dev", "version": "v1alpha1", "kind": "WorkloadSet"}}});
+        crate::registry::answer_of(super::validate_hook, &request, NOW)["response"].clone()
+    };
+    let cycle = json!({"a": workload(json!({"b": "ADD_COND_RUNNING"})),
+                       "b": workload(json!({"a": "ADD_COND_RUNNING"}))});
+    let mut labelled = set(&cycle);
+    labelled["metadata"]["labels"] = json!({"team": "shop"});
+    labelled["metadata"]["finalizers"] =
+        json!(["metacontroller.io/compositecontroller-delete-graph"]);
+    assert_eq!(
+        review("UPDATE", set(&cycle), labelled.clone()),
+        json!({"uid": "u-9", "allowed": true, "warnings": [
+            "the spec is invalid and this update leaves it so: workload dependency 'a' is part of a cycle."]})
+    );
+    let mut other = cycle.clone();
+    other["c"] = workload(json!({}));
+    let valid = json!({"a": workload(json!({}))});
+    for (operation, old, new) in [
+        ("UPDATE", set(&cycle), set(&other)),
+        ("UPDATE", set(&valid), set(&cycle)),
+        ("CREATE", set(&cycle), labelled),
+    ] {
+        let answer = review(operation, old, new);
+        assert_eq!(answer["allowed"], false, "{operation}: {answer}");
+        assert_eq!(answer["status"]["code"], 403);
+    }
+}
+
 /// §9: the validating webhook, on one object. Warnings for dependencies that are missing or
 /// can never hold (every policy and condition that cannot), a denial for an invalid spec, and
 /// anything but a CREATE or UPDATE of a WorkloadSet allowed.
