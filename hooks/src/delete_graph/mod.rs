@@ -110,15 +110,17 @@ fn admit(
             }
         }
     }
-    let unchanged = operation == "UPDATE"
-        && old_object.is_some_and(|old| old.get("spec").unwrap_or(&NULL) == spec);
+    let unchanged = || {
+        operation == "UPDATE"
+            && old_object.is_some_and(|old| old.get("spec").unwrap_or(&NULL) == spec)
+    };
     let response = match validated.invalid {
         None => AdmissionResponse::allow(uid),
         // An update that leaves an invalid spec as it was (a label, an annotation, the finalizer
         // Metacontroller adds and removes) is let through: such a set exists when it was written
         // before this webhook or under fewer rules, sync freezes it, and refusing its metadata
         // would keep it from ever being deleted.
-        Some(invalid) if unchanged => {
+        Some(invalid) if unchanged() => {
             warnings.push(format!(
                 "the spec is invalid and this update leaves it so: {}",
                 invalid.message
