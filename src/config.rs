@@ -76,9 +76,10 @@ pub struct ServeConfig {
     )]
     pub retry_after_seconds: u32,
 
-    /// File holding a token that Metacontroller sends as `Authorization: Bearer <token>`
-    /// (its webhook `authorization` setting). When set, sync, finalize and customize routes answer
-    /// 401 without it; admission and admin routes are not affected.
+    /// File of tokens, one a line, of which Metacontroller must send one as `Authorization: Bearer
+    /// <token>` (its webhook `authorization` setting); re-read when the file changes. When set,
+    /// sync, finalize and customize routes answer 401 without one; admission and admin routes are
+    /// not affected.
     #[arg(long, env = "METAHOOKS_BEARER_TOKEN_FILE")]
     pub bearer_token_file: Option<PathBuf>,
 
@@ -89,7 +90,8 @@ pub struct ServeConfig {
     pub etag: bool,
 
     /// PEM CA bundle: when set, the HTTPS listener requires a client certificate signed by it
-    /// (the API server's webhook client certificate, or Metacontroller's clientTLS).
+    /// (the API server's webhook client certificate, or Metacontroller's clientTLS); re-read when
+    /// the file changes.
     #[arg(long, env = "METAHOOKS_TLS_CLIENT_CA")]
     pub tls_client_ca: Option<PathBuf>,
 

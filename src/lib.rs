@@ -2,9 +2,11 @@
 //! The hooks themselves live in the `metahooks-hooks` crate.
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod config;
 pub mod error;
 pub mod etag;
+pub mod reload;
 pub mod routes;
 pub mod server;
 pub mod telemetry;

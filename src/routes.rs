@@ -2,6 +2,7 @@
 //! per-request policy (content type, body limit, load shedding by requests and by bytes, timeout,
 //! metrics, log span, connections closed while stopping).
 
+use crate::auth::BearerTokens;
 use crate::error::{ApiError, Overload};
 use crate::telemetry::Metrics;
 use axum::body::Body;
@@ -29,8 +30,8 @@ pub struct Limits {
     pub max_in_flight: std::num::NonZeroUsize,
     pub max_in_flight_bytes: usize,
     pub retry_after_seconds: u32,
-    /// Token required on Metacontroller routes (`Authorization: Bearer <token>`), if any.
-    pub bearer_token: Option<String>,
+    /// Tokens of which Metacontroller routes require one (`Authorization: Bearer <token>`), if any.
+    pub bearer_tokens: Option<Arc<BearerTokens>>,
     /// Tag Metacontroller answers and answer 304 to their own tag (see [`crate::etag`]).
     pub etag: bool,
 }
@@ -44,7 +45,7 @@ impl From<&crate::config::ServeConfig> for Limits {
             max_in_flight: c.max_in_flight,
             max_in_flight_bytes: c.max_in_flight_bytes,
             retry_after_seconds: c.retry_after_seconds,
-            bearer_token: None,
+            bearer_tokens: None,
             etag: c.etag,
         }
     }
@@ -233,8 +234,8 @@ async fn run_hook(
     req: Request,
 ) -> Result<(Response, Subject), ApiError> {
     let limits = &state.limits;
-    if let (Some(token), false) = (&limits.bearer_token, hook.kind.is_admission()) {
-        check_bearer(&req, token)?;
+    if let (Some(tokens), false) = (&limits.bearer_tokens, hook.kind.is_admission()) {
+        tokens.check(req.headers())?;
     }
     check_json_content_type(&req)?;
     check_identity_encoding(&req)?;
@@ -303,29 +304,6 @@ async fn run_hook(
         response.headers_mut().insert(header::ETAG, tag);
     }
     Ok((response, output.subject))
-}
-
-/// `Authorization: Bearer <token>` (the scheme in any case, RFC 9110 §11.1), the token compared
-/// in constant time.
-fn check_bearer(req: &Request, token: &str) -> Result<(), ApiError> {
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .and_then(|(scheme, value)| {
-            scheme
-                .eq_ignore_ascii_case("bearer")
-                .then(|| value.trim_start_matches(' '))
-        })
-        .unwrap_or("");
-    let (a, b) = (presented.as_bytes(), token.as_bytes());
-    let differs = a.len() != b.len() || a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) != 0;
-    if differs {
-        Err(ApiError::Unauthorized)
-    } else {
-        Ok(())
-    }
 }
 
 /// `application/json`, with parameters, or any `application/*+json`.

@@ -2,9 +2,11 @@
 //! a TLS handshake timeout, and, when shutdown is asked for, a delay still answering requests
 //! and then a bounded graceful drain.
 
+use crate::auth::BearerTokens;
 use crate::config::ServeConfig;
+use crate::reload::Reloading;
 use crate::routes::{router, AppState, Clock, Limits};
-use crate::tls::{server_config, CertSource, ReloadingResolver};
+use crate::tls::{server_configs, CertSource, ReloadingResolver};
 use anyhow::{Context, Result};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -53,13 +55,7 @@ pub async fn start(config: &ServeConfig) -> Result<RunningServer> {
 pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<RunningServer> {
     let mut limits = Limits::from(config);
     if let Some(path) = &config.bearer_token_file {
-        let token = std::fs::read_to_string(path)
-            .with_context(|| format!("reading the bearer token file {}", path.display()))?;
-        let token = token.trim().to_owned();
-        if token.is_empty() {
-            anyhow::bail!("the bearer token file {} is empty", path.display());
-        }
-        limits.bearer_token = Some(token);
+        limits.bearer_tokens = Some(Arc::new(BearerTokens::from_file(path)?));
     }
     let state = AppState::with_clock(limits, clock);
     let app = router(state.clone());
@@ -77,10 +73,7 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
         };
         let expiry = state.metrics.certificate_expiry.clone();
         let resolver = Arc::new(ReloadingResolver::new(&source, expiry)?);
-        Some(TlsAcceptor::from(Arc::new(server_config(
-            resolver,
-            config.tls_client_ca.as_deref(),
-        )?)))
+        Some(server_configs(resolver, config.tls_client_ca.as_deref())?)
     } else {
         None
     };
@@ -194,12 +187,12 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
 }
 
 async fn accept_tls(
-    https: &Option<(TcpListener, TlsAcceptor)>,
+    https: &Option<(TcpListener, Reloading<rustls::ServerConfig>)>,
 ) -> std::io::Result<(tokio::net::TcpStream, TlsAcceptor)> {
     match https {
-        Some((listener, acceptor)) => {
+        Some((listener, configs)) => {
             let (stream, _) = listener.accept().await?;
-            Ok((stream, acceptor.clone()))
+            Ok((stream, TlsAcceptor::from(configs.get())))
         }
         None => std::future::pending().await,
     }

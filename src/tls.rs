@@ -1,8 +1,9 @@
 //! TLS for the admission listener: certificates from files, re-read on the first handshake after
-//! they change (including the kubelet's `..data` symlink swap of a mounted Secret), or a
-//! self-signed certificate made at start, each checked to be a pair and its expiry published;
-//! and the CA + serving certificate of `metahooks certs`.
+//! they change (see [`crate::reload`]), or a self-signed certificate made at start, each checked
+//! to be a pair and its expiry published; the client CA, re-read the same way; and the CA +
+//! serving certificate of `metahooks certs`.
 
+use crate::reload::Reloading;
 use anyhow::{anyhow, Context, Result};
 use rustls::crypto::ring::sign::any_supported_type;
 use rustls::pki_types::pem::PemObject;
@@ -11,10 +12,9 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use rustls::InconsistentKeys;
 use rustls::ServerConfig;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
@@ -25,96 +25,43 @@ pub enum CertSource {
     SelfSigned { dns_names: Vec<String> },
 }
 
-/// Identity of a file's current content as far as `stat` (following symlinks) can tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    dev: u64,
-    ino: u64,
-    len: u64,
-    mtime: i64,
-    mtime_nsec: i64,
-}
-
-fn stamp(path: &Path) -> std::io::Result<Stamp> {
-    let m = std::fs::metadata(path)?;
-    Ok(Stamp {
-        dev: m.dev(),
-        ino: m.ino(),
-        len: m.len(),
-        mtime: m.mtime(),
-        mtime_nsec: m.mtime_nsec(),
-    })
-}
-
 /// Hands rustls the current certificate, checking the files on every handshake (two `stat`s)
 /// and reloading them when either changed. A failed reload keeps serving the previous one.
 #[derive(Debug)]
-pub struct ReloadingResolver {
-    files: Option<(PathBuf, PathBuf)>,
-    current: Mutex<Loaded>,
-    /// Where the NotAfter of the certificate in service goes (`/metrics`), in Unix seconds.
-    expiry: Arc<AtomicI64>,
-}
-
-/// The stamps of the files last read (none when self-signed), and the certificate in use. A pair
-/// that failed to load leaves its stamps here too, so that it is read (and warned about) again
-/// only once the files change, not on every handshake.
-type Loaded = (Option<(Stamp, Stamp)>, Arc<CertifiedKey>);
+pub struct ReloadingResolver(Reloading<CertifiedKey>);
 
 /// A certificate that expires within this many days is logged at `warn` when it is loaded.
 const EXPIRY_WARNING_DAYS: i64 = 30;
 
 impl ReloadingResolver {
+    /// `expiry` is where the NotAfter of the certificate in service goes (`/metrics`), in Unix
+    /// seconds.
     pub fn new(source: &CertSource, expiry: Arc<AtomicI64>) -> Result<Self> {
-        let (files, stamps, (certified, not_after)) = match source {
+        let certificate = match source {
             CertSource::Files { cert, key } => {
-                let stat = |path: &Path| {
-                    stamp(path).with_context(|| format!("reading {}", path.display()))
-                };
-                let stamps = (stat(cert)?, stat(key)?);
-                let files = (cert.clone(), key.clone());
-                (Some(files), Some(stamps), load_files(cert, key)?)
+                let (cert, key) = (cert.clone(), key.clone());
+                let files = vec![cert.clone(), key.clone()];
+                Reloading::from_files("serving certificate", files, move || {
+                    let (certified, not_after) = load_files(&cert, &key)?;
+                    in_service(&expiry, not_after);
+                    Ok(certified)
+                })?
             }
             CertSource::SelfSigned { dns_names } => {
                 let (cert_pem, key_pem) = self_signed(dns_names)?;
-                let loaded = certified_key(cert_pem.as_bytes(), key_pem.as_bytes())?;
-                (None, None, loaded)
+                let (certified, not_after) =
+                    certified_key(cert_pem.as_bytes(), key_pem.as_bytes())?;
+                in_service(&expiry, not_after);
+                Reloading::fixed(certified)
             }
         };
-        in_service(&expiry, not_after);
-        Ok(ReloadingResolver {
-            files,
-            current: Mutex::new((stamps, Arc::new(certified))),
-            expiry,
-        })
-    }
-
-    fn current(&self) -> Arc<CertifiedKey> {
-        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((cert, key)) = &self.files {
-            if let (Ok(c), Ok(k)) = (stamp(cert), stamp(key)) {
-                if current.0 != Some((c, k)) {
-                    match load_files(cert, key) {
-                        Ok((certified, not_after)) => {
-                            tracing::info!(cert = %cert.display(), "serving certificate reloaded");
-                            in_service(&self.expiry, not_after);
-                            *current = (Some((c, k)), Arc::new(certified));
-                        }
-                        Err(e) => {
-                            tracing::warn!(cert = %cert.display(), error = %e, "serving certificate not reloaded; keeping the previous one");
-                            current.0 = Some((c, k));
-                        }
-                    }
-                }
-            }
-        }
-        current.1.clone()
+        Ok(ReloadingResolver(certificate))
     }
 }
 
 impl ResolvesServerCert for ReloadingResolver {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.current())
+        Some(self.0.get())
     }
 }
 
@@ -174,8 +121,24 @@ fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<(CertifiedKey, Offse
 }
 
 /// rustls configuration of the HTTPS listener, with the ring provider and ALPN h2 + http/1.1;
-/// with `client_ca`, clients must present a certificate signed by one of its CAs.
-pub fn server_config(
+/// with `client_ca`, clients must present a certificate signed by one of its CAs, and the
+/// configuration is made again on the first handshake after that file changes.
+pub fn server_configs(
+    resolver: Arc<ReloadingResolver>,
+    client_ca: Option<&Path>,
+) -> Result<Reloading<ServerConfig>> {
+    match client_ca {
+        None => Ok(Reloading::fixed(server_config(resolver, None)?)),
+        Some(path) => {
+            let path = path.to_owned();
+            Reloading::from_files("client CA", vec![path.clone()], move || {
+                server_config(resolver.clone(), Some(&path))
+            })
+        }
+    }
+}
+
+fn server_config(
     resolver: Arc<ReloadingResolver>,
     client_ca: Option<&Path>,
 ) -> Result<ServerConfig> {

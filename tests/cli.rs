@@ -177,7 +177,14 @@ fn serve_names_each_file_it_cannot_read() {
     }
     let token = ["--bearer-token-file", &missing];
     let text = stderr(&metahooks(&[&serve[..3], &token].concat(), b""));
-    let message = format!("reading the bearer token file {missing}: ");
+    let message = format!("the bearer token file {missing}: reading {missing}: ");
+    assert!(text.contains(&message), "{text}");
+    // A token file of blank lines would refuse every sync: it is refused at start instead.
+    let blank = dir.path().join("blank").to_str().unwrap().to_owned();
+    std::fs::write(&blank, " \n\n").unwrap();
+    let token = ["--bearer-token-file", &blank];
+    let text = stderr(&metahooks(&[&serve[..3], &token].concat(), b""));
+    let message = format!("the bearer token file {blank}: holds no token");
     assert!(text.contains(&message), "{text}");
 }
 

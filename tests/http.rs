@@ -310,6 +310,39 @@ fn bearer_token_guards_metacontroller_routes_only() {
     assert_eq!(get(&server, "/healthz").status, 200);
 }
 
+/// The token file holds one token a line and is read again on the first request after it
+/// changes (a Secret mounted the kubelet's way): during a rotation both tokens are accepted, then
+/// only the new one; a file left without a token keeps the tokens in service.
+#[test]
+fn bearer_tokens_are_reloaded_and_may_be_several() {
+    use common::mounted::{mount_files, swap_data, write_files};
+    let dir = tempfile::tempdir().unwrap();
+    let version = |name: &str, tokens: &str| {
+        write_files(dir.path(), name, &[("token", tokens)]);
+        swap_data(dir.path(), name);
+    };
+    write_files(dir.path(), "..a", &[("token", "old-token\n")]);
+    let [token] = mount_files(dir.path(), "..a", ["token"]);
+    let server = TestServer::start(&["--bearer-token-file", &token]);
+    let body = fixture_body();
+    let status = |token: &str| {
+        let bearer = format!("Bearer {token}");
+        post_with_headers(&server, HOOK, &body, &[("Authorization", &bearer)]).status
+    };
+    assert_eq!((status("old-token"), status("new-token")), (200, 401));
+
+    version("..b", "old-token\n\n  new-token \r\n");
+    assert_eq!((status("old-token"), status("new-token")), (200, 200));
+    // Blank lines are no empty token.
+    assert_eq!(status(""), 401);
+
+    version("..c", "new-token");
+    assert_eq!((status("old-token"), status("new-token")), (401, 200));
+
+    version("..d", " \n\n");
+    assert_eq!((status("old-token"), status("new-token")), (401, 200));
+}
+
 /// `--etag`: every Metacontroller answer carries the SHA-256 tag of its bytes, and a request
 /// naming that tag in `If-None-Match` gets a 304 without a body; any other tag gets the answer.
 /// Without the flag, and on admission routes, there are no tags and `If-None-Match` is ignored.

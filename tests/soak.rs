@@ -191,7 +191,8 @@ fn slow_header_connections_do_not_starve_normal_traffic() {
 
 #[test]
 fn certificate_swapped_kubelet_style_in_the_middle_of_the_load_fails_no_request() {
-    use common::tls::{der_of, https_request, mount, swap_data, write_version};
+    use common::mounted::swap_data;
+    use common::tls::{der_of, https_request, mount, write_version};
     let dir = tempfile::tempdir().unwrap();
     let first = write_version(dir.path(), "..v1");
     let (cert, key) = mount(dir.path(), "..v1");

@@ -1,11 +1,13 @@
 //! Real TLS handshakes against the HTTPS listener: self-signed at start, and certificate files
-//! reloaded after a kubelet-style `..data` symlink swap without a restart; a certificate and a
-//! key that are not a pair refused, at start and on a reload; the expiry of the certificate in
-//! service in `/metrics`, and one near its end or past it logged; admission over HTTP/2.
+//! and the client CA reloaded after a kubelet-style `..data` symlink swap without a restart; a
+//! certificate and a key that are not a pair refused, at start and on a reload; the expiry of
+//! the certificate in service in `/metrics`, and one near its end or past it logged; admission
+//! over HTTP/2.
 
 mod common;
 
-use common::tls::{der_of, https_get, mount, swap_data, try_https_get, write_pair, write_version};
+use common::mounted::{mount_files, swap_data, write_files};
+use common::tls::{der_of, https_get, mount, try_https_get, write_pair, write_version};
 use common::{LogCapture, TestServer};
 use time::{Duration, OffsetDateTime};
 
@@ -74,10 +76,8 @@ fn a_key_that_is_not_the_certificates_is_refused_at_start() {
     );
 }
 
-#[test]
-fn client_certificates_are_required_with_a_client_ca() {
-    let dir = tempfile::tempdir().unwrap();
-    // A client CA and a client certificate it signs, plus one it does not.
+/// A client CA (PEM) and a client certificate it signs (PEM certificate, PEM key).
+fn client_ca() -> (String, (String, String)) {
     let ca_key = rcgen::KeyPair::generate().unwrap();
     let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -86,28 +86,69 @@ fn client_certificates_are_required_with_a_client_ca() {
     let client_key = rcgen::KeyPair::generate().unwrap();
     let client = rcgen::CertificateParams::new(vec!["kube-apiserver".to_owned()]).unwrap();
     let client_cert = client.signed_by(&client_key, &issuer).unwrap();
+    (
+        ca_cert.pem(),
+        (client_cert.pem(), client_key.serialize_pem()),
+    )
+}
+
+/// Whether a handshake presenting `client` (PEM certificate, PEM key) is served.
+fn served(addr: std::net::SocketAddr, client: &(String, String)) -> bool {
+    try_https_get(addr, Some((&client.0, &client.1))).is_ok_and(|(status, _)| status == 200)
+}
+
+#[test]
+fn client_certificates_are_required_with_a_client_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, client) = client_ca();
     let (stranger_cert, stranger_key) =
         metahooks::tls::self_signed(&["stranger".to_owned()]).unwrap();
-    std::fs::write(dir.path().join("client-ca.crt"), ca_cert.pem()).unwrap();
-
     let ca_path = dir.path().join("client-ca.crt");
+    std::fs::write(&ca_path, ca).unwrap();
     let server = TestServer::start(&[
         "--tls-self-signed",
         "--tls-client-ca",
         ca_path.to_str().unwrap(),
     ]);
     let addr = server.https.unwrap();
-    let (status, _) = try_https_get(
-        addr,
-        Some((&client_cert.pem(), &client_key.serialize_pem())),
-    )
-    .unwrap();
-    assert_eq!(status, 200);
+    assert!(served(addr, &client));
     assert!(try_https_get(addr, None).is_err(), "no client certificate");
     assert!(
-        try_https_get(addr, Some((&stranger_cert, &stranger_key))).is_err(),
+        !served(addr, &(stranger_cert, stranger_key)),
         "not signed by the client CA"
     );
+}
+
+/// The client CA file is read again on the first handshake after it changes (here a ConfigMap
+/// mounted the kubelet's way), so that a new client CA needs no restart: a file holding the old
+/// CA and the new one lets clients of both in during the move, and one that does not load keeps
+/// the CAs in service.
+#[test]
+fn the_client_ca_is_reloaded_after_a_symlink_swap() {
+    let dir = tempfile::tempdir().unwrap();
+    let ((old_ca, old_client), (new_ca, new_client)) = (client_ca(), client_ca());
+    let version = |name: &str, ca: &str| {
+        write_files(dir.path(), name, &[("ca.crt", ca)]);
+        swap_data(dir.path(), name);
+    };
+    write_files(dir.path(), "..a", &[("ca.crt", &old_ca)]);
+    let [ca_path] = mount_files(dir.path(), "..a", ["ca.crt"]);
+    let server = TestServer::start(&["--tls-self-signed", "--tls-client-ca", &ca_path]);
+    let addr = server.https.unwrap();
+    assert!(served(addr, &old_client));
+    assert!(!served(addr, &new_client));
+
+    version("..b", &format!("{old_ca}{new_ca}"));
+    assert!(served(addr, &old_client));
+    assert!(served(addr, &new_client));
+
+    version("..c", &new_ca);
+    assert!(!served(addr, &old_client));
+    assert!(served(addr, &new_client));
+
+    version("..d", "garbage");
+    assert!(served(addr, &new_client));
+    assert!(!served(addr, &old_client));
 }
 
 /// Writes a self-signed pair for `localhost` that ends at `not_after` into `dir/version`.
@@ -183,7 +224,7 @@ fn the_certificate_in_service_has_its_expiry_in_metrics_and_a_near_end_is_logged
         let _ = try_https_get(server.https.unwrap(), None);
     }
     let not_reloaded = warnings("serving certificate not reloaded; keeping the previous one");
-    let ours = not_reloaded.iter().filter(|l| l["cert"] == cert.as_str());
+    let ours = not_reloaded.iter().filter(|l| l["file"] == cert.as_str());
     assert_eq!(ours.count(), 1, "{}", capture.text());
     assert_eq!(expiry_in_metrics(&server), Some(past.unix_timestamp()));
 

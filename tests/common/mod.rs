@@ -3,6 +3,7 @@
 //! reports the certificate the server presented.
 #![allow(dead_code)]
 
+pub mod mounted;
 pub mod tls;
 
 use metahooks::config::ServeConfig;

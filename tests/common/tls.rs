@@ -1,6 +1,7 @@
 //! TLS helpers of the integration tests: a client that accepts any server certificate (and
-//! reports it), and the kubelet's way of updating mounted Secret files.
+//! reports it), and serving certificates in a mounted Secret.
 
+use super::mounted::{mount_files, write_files};
 use super::read_reply;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
@@ -162,10 +163,7 @@ pub fn der_of(pem: &str) -> Vec<u8> {
 
 /// Writes a certificate and a key into a timestamped folder, as the kubelet does.
 pub fn write_pair(dir: &Path, version: &str, cert: &str, key: &str) {
-    let folder = dir.join(version);
-    std::fs::create_dir(&folder).unwrap();
-    std::fs::write(folder.join("tls.crt"), cert).unwrap();
-    std::fs::write(folder.join("tls.key"), key).unwrap();
+    write_files(dir, version, &[("tls.crt", cert), ("tls.key", key)]);
 }
 
 /// Writes a self-signed pair for `localhost` into a timestamped folder; returns the certificate.
@@ -175,20 +173,9 @@ pub fn write_version(dir: &Path, version: &str) -> String {
     cert
 }
 
-/// Makes `dir` a Secret mounted the kubelet's way, showing `version`: `tls.crt` and `tls.key`
-/// are links through `..data`. Returns their paths, for `--tls-cert` and `--tls-key`.
+/// Makes `dir` a TLS Secret mounted the kubelet's way, showing `version`. Returns the paths of
+/// `tls.crt` and `tls.key`, for `--tls-cert` and `--tls-key`.
 pub fn mount(dir: &Path, version: &str) -> (String, String) {
-    swap_data(dir, version);
-    let link = |name: &str| {
-        std::os::unix::fs::symlink(format!("..data/{name}"), dir.join(name)).unwrap();
-        dir.join(name).to_str().unwrap().to_owned()
-    };
-    (link("tls.crt"), link("tls.key"))
-}
-
-/// Points `..data` at `version` atomically (symlink to a temporary name, then rename).
-pub fn swap_data(dir: &Path, version: &str) {
-    let tmp = dir.join("..data_tmp");
-    std::os::unix::fs::symlink(version, &tmp).unwrap();
-    std::fs::rename(&tmp, dir.join("..data")).unwrap();
+    let [cert, key] = mount_files(dir, version, ["tls.crt", "tls.key"]);
+    (cert, key)
 }

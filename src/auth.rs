@@ -1,0 +1,73 @@
+//! `--bearer-token-file`: the tokens the Metacontroller routes accept, one a line, read again on
+//! the first request after the file changes (see [`crate::reload`]). More than one line lets a
+//! token be rotated without a refused sync: accept the old and the new, move Metacontroller's
+//! Secret to the new, then drop the old.
+
+use crate::error::ApiError;
+use crate::reload::Reloading;
+use anyhow::{anyhow, Context, Result};
+use axum::http::{header, HeaderMap};
+use std::path::Path;
+use zeroize::Zeroizing;
+
+/// The accepted tokens. Its `Debug` names the file, never a token.
+#[derive(Debug)]
+pub struct BearerTokens(Reloading<Vec<Zeroizing<String>>>);
+
+impl BearerTokens {
+    /// Reads the file now (an error names it: unreadable, or without a token) and again after it
+    /// changes; a change that leaves no token keeps the previous ones.
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let file = path.to_owned();
+        let load = move || read_tokens(&file);
+        let tokens = Reloading::from_files("bearer token file", vec![path.to_owned()], load)
+            .with_context(|| format!("the bearer token file {}", path.display()))?;
+        Ok(BearerTokens(tokens))
+    }
+
+    /// `Authorization: Bearer <token>` with one of the tokens (the scheme in any case, RFC 9110
+    /// §11.1), each compared in constant time.
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' '))
+            .and_then(|(scheme, value)| {
+                scheme
+                    .eq_ignore_ascii_case("bearer")
+                    .then(|| value.trim_start_matches(' '))
+            })
+            .unwrap_or("");
+        let tokens = self.0.get();
+        // Every token is compared, so that the time taken does not say which one matched.
+        let matched = tokens
+            .iter()
+            .fold(false, |matched, token| same(presented, token) | matched);
+        if matched {
+            Ok(())
+        } else {
+            Err(ApiError::Unauthorized)
+        }
+    }
+}
+
+/// The file's lines without their surrounding whitespace, blank lines left out.
+fn read_tokens(path: &Path) -> Result<Vec<Zeroizing<String>>> {
+    let text = Zeroizing::new(std::fs::read_to_string(path)?);
+    let tokens: Vec<_> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(|line| Zeroizing::new(line.to_owned()))
+        .collect();
+    if tokens.is_empty() {
+        return Err(anyhow!("holds no token"));
+    }
+    Ok(tokens)
+}
+
+/// Equal bytes, compared in time that depends on the lengths only.
+fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

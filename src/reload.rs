@@ -1,0 +1,110 @@
+//! Values read from files and read again on their first use after a file changes, including the
+//! kubelet's `..data` symlink swap of a mounted Secret or ConfigMap: the serving certificate, the
+//! client CA and the bearer tokens. Each use costs one `stat` a file; a value that fails to load
+//! keeps the previous one in service, warned about once until the files change again.
+
+use anyhow::{Context, Result};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Identity of a file's current content as far as `stat` (following symlinks) can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: i64,
+    mtime_nsec: i64,
+}
+
+fn stamp(path: &Path) -> std::io::Result<Stamp> {
+    let m = std::fs::metadata(path)?;
+    Ok(Stamp {
+        dev: m.dev(),
+        ino: m.ino(),
+        len: m.len(),
+        mtime: m.mtime(),
+        mtime_nsec: m.mtime_nsec(),
+    })
+}
+
+type Load<T> = Box<dyn Fn() -> Result<T> + Send + Sync>;
+
+/// A value loaded from `files`, or one fixed at start.
+pub struct Reloading<T> {
+    /// What the value is, for the log lines of a reload (`serving certificate`).
+    what: &'static str,
+    files: Vec<PathBuf>,
+    load: Option<Load<T>>,
+    /// The stamps of the files last read, and the value in service. A load that failed leaves its
+    /// stamps here too, so that it is tried (and warned about) again only once the files change.
+    current: Mutex<(Vec<Stamp>, Arc<T>)>,
+}
+
+impl<T> Reloading<T> {
+    /// A value that never changes.
+    pub fn fixed(value: T) -> Self {
+        Reloading {
+            what: "",
+            files: Vec::new(),
+            load: None,
+            current: Mutex::new((Vec::new(), Arc::new(value))),
+        }
+    }
+
+    /// Loads the value now (an error names the first file that cannot be read), and again on the
+    /// first [`get`](Self::get) after any of `files` changes.
+    pub fn from_files(
+        what: &'static str,
+        files: Vec<PathBuf>,
+        load: impl Fn() -> Result<T> + Send + Sync + 'static,
+    ) -> Result<Self> {
+        let stamps = files
+            .iter()
+            .map(|path| stamp(path).with_context(|| format!("reading {}", path.display())))
+            .collect::<Result<Vec<_>>>()?;
+        let value = load()?;
+        Ok(Reloading {
+            what,
+            files,
+            load: Some(Box::new(load)),
+            current: Mutex::new((stamps, Arc::new(value))),
+        })
+    }
+
+    /// The value in service, read again first if a file changed since the last read. A file that
+    /// cannot be stat'ed at this moment (a swap in progress) changes nothing.
+    pub fn get(&self) -> Arc<T> {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(load) = &self.load {
+            let stamps = self.files.iter().map(|p| stamp(p)).collect();
+            if let Ok(stamps) = stamps {
+                if current.0 != stamps {
+                    let file = self.files[0].display();
+                    match load() {
+                        Ok(value) => {
+                            tracing::info!(%file, "{} reloaded", self.what);
+                            *current = (stamps, Arc::new(value));
+                        }
+                        Err(e) => {
+                            tracing::warn!(%file, error = %format!("{e:#}"), "{} not reloaded; keeping the previous one", self.what);
+                            current.0 = stamps;
+                        }
+                    }
+                }
+            }
+        }
+        current.1.clone()
+    }
+}
+
+/// Names the files, never the value (which may be a key or a token).
+impl<T> std::fmt::Debug for Reloading<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reloading")
+            .field("what", &self.what)
+            .field("files", &self.files)
+            .finish_non_exhaustive()
+    }
+}
