@@ -87,14 +87,16 @@ bench-instructions:
 	scripts/bench-instructions.sh
 
 ## Render manifests/ and validate every object offline (Kubernetes schemas, our CRD schemas,
-## routes and hook kinds against `metahooks list`). Needs kubectl (for kustomize) and python3.
-manifests-check: $(VENV)/bin/kubernetes-validate
+## routes and hook kinds against `metahooks list`, webhook matchConditions against the fixtures).
+## Needs kubectl (for kustomize) and python3.
+manifests-check: $(VENV)/installed.txt
 	$(CARGO) build --quiet
 	$(VENV)/bin/python scripts/check-manifests.py manifests target/debug/metahooks
 
-$(VENV)/bin/kubernetes-validate:
+$(VENV)/installed.txt: scripts/manifests-check-requirements.txt
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet kubernetes-validate==1.37.0
+	$(VENV)/bin/pip install --quiet -r $<
+	cp $< $@
 
 ## Build the container image's binary (static, glibc: scripts/image-binary.sh, as the Dockerfile
 ## does) and run it alone in an empty root directory as the image runs it (needs root: chroot).

@@ -25,13 +25,21 @@
    the hooks of a controller with Secrets among its children or attachments (whose requests and
    answers carry private keys) call it over HTTPS, verified against the CA in the ConfigMap that
    the README's deploy step makes.
+10. Evaluates each webhook's matchConditions (CEL, as the API server does) on every admission
+   fixture of its route: a condition that leaves a call out (the API server then admits the
+   object unchanged) may leave out only calls that the hook answers by allowing the object
+   unchanged, must leave out at least one fixture (so that one shows what it is for), and must
+   not fail to evaluate (the API server would then apply the failurePolicy).
 """
 import glob
+import json
+import os
 import re
 import subprocess
 import sys
 from urllib.parse import urlparse
 
+import celpy
 import jsonschema
 import kubernetes_validate
 import yaml
@@ -51,6 +59,7 @@ BUILTIN_RESOURCES = {("v1", "pods"), ("v1", "configmaps"), ("v1", "secrets")}
 SECRETS = ("v1", "secrets")
 # The webhook CA that Metacontroller checks metahooks' certificate against (README, Deploying).
 CA_CONFIGMAP = {"name": "metahooks-ca", "namespace": "metahooks-system", "key": "ca.crt"}
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 errors = []
 
 
@@ -133,6 +142,42 @@ def check_hooks(where, hooks, expected, carries_secrets):
         used_routes.add(path)
 
 
+def check_match_conditions(where, hook, path):
+    conditions = hook.get("matchConditions") or []
+    cel = celpy.Environment()
+    programs = []
+    for condition in conditions:
+        try:
+            programs.append((condition["name"], cel.program(cel.compile(condition["expression"]))))
+        except celpy.CELParseError as e:
+            fail(where, f"matchCondition {condition['name']} does not parse: {e}")
+    left_out = {name: 0 for name, _ in programs}
+    controller, _, hook_name = path.strip("/").partition("/")
+    for request_file in sorted(glob.glob(os.path.join(FIXTURES, controller, f"{hook_name}-*.request.json"))):
+        with open(request_file.replace(".request.json", ".response.json")) as f:
+            answer = json.load(f).get("response")
+        if answer is None:  # a request the hook refuses with a 400
+            continue
+        with open(request_file) as f:
+            request = json.load(f)["request"]
+        variables = {name: celpy.json_to_cel(value) for name, value in (
+            ("request", request), ("object", request.get("object")), ("oldObject", request.get("oldObject")))}
+        fixture = os.path.relpath(request_file, os.path.join(FIXTURES, ".."))
+        for name, program in programs:
+            try:
+                called = bool(program.evaluate(variables))
+            except celpy.CELEvalError as e:
+                fail(where, f"matchCondition {name} fails on {fixture} ({e.args[0]}); the API server then applies the failurePolicy")
+                continue
+            if not called:
+                left_out[name] += 1
+                if answer.get("allowed") is not True or "patch" in answer:
+                    fail(where, f"matchCondition {name} leaves out {fixture}, which the hook does not simply allow")
+    for name, count in left_out.items():
+        if count == 0:
+            fail(where, f"matchCondition {name} leaves out no fixture of {path}: none shows what it is for")
+
+
 def check_resource(where, api_version, resource):
     if (api_version, resource) not in BUILTIN_RESOURCES and (api_version, resource) not in plurals:
         fail(where, f"{resource}.{api_version} is neither built in nor a CRD of these manifests")
@@ -184,6 +229,7 @@ for source, obj in objects:
             if routes.get(path) != want:
                 fail(where, f"webhook {hook['name']} calls {path}, which is not a {want} route")
             used_routes.add(path)
+            check_match_conditions(f"{where} webhook {hook['name']}", hook, path)
             if svc.get("port", 443) not in service_ports.get((svc["namespace"], svc["name"]), set()):
                 fail(where, f"webhook {hook['name']} calls Service {svc['namespace']}/{svc['name']}:{svc.get('port', 443)}, which these manifests do not define")
     if (group, kind, version) in crds:
