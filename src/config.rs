@@ -68,11 +68,12 @@ pub struct ServeConfig {
     #[arg(long, env = "METAHOOKS_MAX_IN_FLIGHT_BYTES", default_value = "128MiB", value_parser = parse_limit)]
     pub max_in_flight_bytes: usize,
 
-    /// Seconds sent in Retry-After with a 429.
+    /// Seconds sent in Retry-After with a 429, at least 1 (Metacontroller retries after them).
     #[arg(
         long = "retry-after",
         env = "METAHOOKS_RETRY_AFTER",
-        default_value_t = 1
+        default_value_t = 1,
+        value_parser = parse_retry_after
     )]
     pub retry_after_seconds: u32,
 
@@ -168,6 +169,17 @@ pub fn parse_timeout(s: &str) -> Result<Duration, String> {
             Err("zero would time out every request; give a duration above zero".into())
         }
         timeout => Ok(timeout),
+    }
+}
+
+/// Seconds of Retry-After: at least one. Metacontroller takes a 429 as "sync again after
+/// Retry-After", so with zero it would send the request again at once, again and again, to a
+/// server that said it was overloaded.
+pub fn parse_retry_after(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(0) => Err("zero would have Metacontroller retry at once, keeping an overloaded server overloaded; give 1 or more seconds".into()),
+        Ok(seconds) => Ok(seconds),
+        Err(_) => Err(format!("'{s}' is not a number of seconds")),
     }
 }
 
@@ -281,6 +293,15 @@ mod tests {
             );
         }
         assert_eq!(parse_timeout("1ms"), Ok(Duration::from_millis(1)));
+        assert_eq!(
+            parse_retry_after("0"),
+            Err("zero would have Metacontroller retry at once, keeping an overloaded server overloaded; give 1 or more seconds".into())
+        );
+        assert_eq!(parse_retry_after("1"), Ok(1));
+        assert_eq!(
+            parse_retry_after("-1"),
+            Err("'-1' is not a number of seconds".into())
+        );
         assert_eq!(
             parse_timeout("soon"),
             Err("'soon' is not a duration such as 8s".into())

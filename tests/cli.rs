@@ -118,7 +118,8 @@ fn run_refuses_what_it_cannot_run() {
 }
 
 /// A body limit, timeout or in-flight bound of zero would make the server refuse every hook
-/// request: `serve` exits at once (status 2, clap's usage error) naming the flag. Its listen
+/// request, and a Retry-After of zero have Metacontroller retry an overloaded server at once:
+/// `serve` exits at once (status 2, clap's usage error) naming the flag. Its listen
 /// address is taken already, so that a server which accepted the flag would exit too (status 1)
 /// instead of serving for ever.
 #[test]
@@ -132,6 +133,7 @@ fn serve_refuses_limits_of_zero() {
         ("--header-read-timeout", "0ms"),
         ("--max-in-flight", "0"),
         ("--max-in-flight-bytes", "0MiB"),
+        ("--retry-after", "0"),
     ] {
         let output = metahooks(&["serve", "--listen", &listen, flag, value], b"");
         assert_eq!(output.status.code(), Some(2), "{flag} {value}");

@@ -341,6 +341,10 @@ fn bearer_tokens_are_reloaded_and_may_be_several() {
 
     version("..d", " \n\n");
     assert_eq!((status("old-token"), status("new-token")), (401, 200));
+
+    // A token written twice is still accepted.
+    version("..e", "new-token\nnew-token\n");
+    assert_eq!((status("old-token"), status("new-token")), (401, 200));
 }
 
 /// `--etag`: every Metacontroller answer carries the SHA-256 tag of its bytes, and a request
