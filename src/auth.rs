@@ -71,3 +71,19 @@ fn same(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Limits`, which holds the tokens, is `Debug`: what it prints names the file, never a token.
+    #[test]
+    fn debug_names_the_file_and_no_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "s3cret-token\n").unwrap();
+        let printed = format!("{:?}", BearerTokens::from_file(&path).unwrap());
+        assert!(printed.contains(path.to_str().unwrap()), "{printed}");
+        assert!(!printed.contains("s3cret"), "{printed}");
+    }
+}
