@@ -298,6 +298,7 @@ mod tests {
             Err("zero would have Metacontroller retry at once, keeping an overloaded server overloaded; give 1 or more seconds".into())
         );
         assert_eq!(parse_retry_after("1"), Ok(1));
+        assert_eq!(parse_retry_after("30"), Ok(30));
         assert_eq!(
             parse_retry_after("-1"),
             Err("'-1' is not a number of seconds".into())
