@@ -1,5 +1,6 @@
 //! `--bearer-token-file`: the tokens the Metacontroller routes accept, one a line, read again on
-//! the first request after the file changes (see [`crate::reload`]). More than one line lets a
+//! the first request after the file changes, looked at once a second at most (see
+//! [`crate::reload`]). More than one line lets a
 //! token be rotated without a refused sync: accept the old and the new, move Metacontroller's
 //! Secret to the new, then drop the old.
 
@@ -8,7 +9,13 @@ use crate::reload::Reloading;
 use anyhow::{anyhow, Context, Result};
 use axum::http::{header, HeaderMap};
 use std::path::Path;
+use std::time::Duration;
 use zeroize::Zeroizing;
+
+/// How often the token file is looked at, at most: a `stat` costs about 1.4 µs, a twentieth of
+/// the smallest sync measured (docs/BENCHMARKS.md), and every Metacontroller request is checked;
+/// the kubelet takes far longer to bring a Secret's change into the Pod.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// The accepted tokens. Its `Debug` names the file, never a token.
 #[derive(Debug)]
@@ -20,7 +27,8 @@ impl BearerTokens {
     pub fn from_file(path: &Path) -> Result<Self> {
         let file = path.to_owned();
         let load = move || read_tokens(&file);
-        let tokens = Reloading::from_files("bearer token file", vec![path.to_owned()], load)
+        let files = vec![path.to_owned()];
+        let tokens = Reloading::from_files("bearer token file", files, LOOK_EVERY, load)
             .with_context(|| format!("the bearer token file {}", path.display()))?;
         Ok(BearerTokens(tokens))
     }

@@ -1,12 +1,14 @@
 //! Values read from files and read again on their first use after a file changes, including the
 //! kubelet's `..data` symlink swap of a mounted Secret or ConfigMap: the serving certificate, the
-//! client CA and the bearer tokens. Each use costs one `stat` a file; a value that fails to load
-//! keeps the previous one in service, warned about once until the files change again.
+//! client CA and the bearer tokens. A use costs one `stat` a file (about 1.4 µs here), or, for a
+//! value looked at on every request, one at most every so often; a value that fails to load keeps
+//! the previous one in service, warned about once until the files change again.
 
 use anyhow::{Context, Result};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Identity of a file's current content as far as `stat` (following symlinks) can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,9 +39,18 @@ pub struct Reloading<T> {
     what: &'static str,
     files: Vec<PathBuf>,
     load: Option<Load<T>>,
-    /// The stamps of the files last read, and the value in service. A load that failed leaves its
-    /// stamps here too, so that it is tried (and warned about) again only once the files change.
-    current: Mutex<(Vec<Stamp>, Arc<T>)>,
+    /// How long after a look at the files the next use may look again.
+    every: Duration,
+    current: Mutex<Current<T>>,
+}
+
+struct Current<T> {
+    /// The stamps of the files last read. A load that failed leaves its stamps here too, so that
+    /// it is tried (and warned about) again only once the files change.
+    stamps: Vec<Stamp>,
+    /// When the files were last looked at.
+    looked: Instant,
+    value: Arc<T>,
 }
 
 impl<T> Reloading<T> {
@@ -49,15 +60,22 @@ impl<T> Reloading<T> {
             what: "",
             files: Vec::new(),
             load: None,
-            current: Mutex::new((Vec::new(), Arc::new(value))),
+            every: Duration::ZERO,
+            current: Mutex::new(Current {
+                stamps: Vec::new(),
+                looked: Instant::now(),
+                value: Arc::new(value),
+            }),
         }
     }
 
     /// Loads the value now (an error names the first file that cannot be read), and again on the
-    /// first [`get`](Self::get) after any of `files` changes.
+    /// first [`get`](Self::get) after any of `files` changes, looking at them on every `get`, or,
+    /// with `every` above zero, on the first `get` that long after the last look.
     pub fn from_files(
         what: &'static str,
         files: Vec<PathBuf>,
+        every: Duration,
         load: impl Fn() -> Result<T> + Send + Sync + 'static,
     ) -> Result<Self> {
         let stamps = files
@@ -69,7 +87,12 @@ impl<T> Reloading<T> {
             what,
             files,
             load: Some(Box::new(load)),
-            current: Mutex::new((stamps, Arc::new(value))),
+            every,
+            current: Mutex::new(Current {
+                stamps,
+                looked: Instant::now(),
+                value: Arc::new(value),
+            }),
         })
     }
 
@@ -77,25 +100,33 @@ impl<T> Reloading<T> {
     /// cannot be stat'ed at this moment (a swap in progress) changes nothing.
     pub fn get(&self) -> Arc<T> {
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(load) = &self.load {
-            let stamps = self.files.iter().map(|p| stamp(p)).collect();
-            if let Ok(stamps) = stamps {
-                if current.0 != stamps {
-                    let file = self.files[0].display();
-                    match load() {
-                        Ok(value) => {
-                            tracing::info!(%file, "{} reloaded", self.what);
-                            *current = (stamps, Arc::new(value));
-                        }
-                        Err(e) => {
-                            tracing::warn!(%file, error = %format!("{e:#}"), "{} not reloaded; keeping the previous one", self.what);
-                            current.0 = stamps;
-                        }
+        let Some(load) = &self.load else {
+            return current.value.clone();
+        };
+        if !self.every.is_zero() {
+            let now = Instant::now();
+            if now.duration_since(current.looked) < self.every {
+                return current.value.clone();
+            }
+            current.looked = now;
+        }
+        let stamps = self.files.iter().map(|p| stamp(p)).collect();
+        if let Ok(stamps) = stamps {
+            if current.stamps != stamps {
+                let file = self.files[0].display();
+                match load() {
+                    Ok(value) => {
+                        tracing::info!(%file, "{} reloaded", self.what);
+                        current.value = Arc::new(value);
+                    }
+                    Err(e) => {
+                        tracing::warn!(%file, error = %format!("{e:#}"), "{} not reloaded; keeping the previous one", self.what);
                     }
                 }
+                current.stamps = stamps;
             }
         }
-        current.1.clone()
+        current.value.clone()
     }
 }
 

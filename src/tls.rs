@@ -15,6 +15,7 @@ use rustls::ServerConfig;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
@@ -41,7 +42,7 @@ impl ReloadingResolver {
             CertSource::Files { cert, key } => {
                 let (cert, key) = (cert.clone(), key.clone());
                 let files = vec![cert.clone(), key.clone()];
-                Reloading::from_files("serving certificate", files, move || {
+                Reloading::from_files("serving certificate", files, Duration::ZERO, move || {
                     let (certified, not_after) = load_files(&cert, &key)?;
                     in_service(&expiry, not_after);
                     Ok(certified)
@@ -131,7 +132,7 @@ pub fn server_configs(
         None => Ok(Reloading::fixed(server_config(resolver, None)?)),
         Some(path) => {
             let path = path.to_owned();
-            Reloading::from_files("client CA", vec![path.clone()], move || {
+            Reloading::from_files("client CA", vec![path.clone()], Duration::ZERO, move || {
                 server_config(resolver.clone(), Some(&path))
             })
         }

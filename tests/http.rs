@@ -310,9 +310,10 @@ fn bearer_token_guards_metacontroller_routes_only() {
     assert_eq!(get(&server, "/healthz").status, 200);
 }
 
-/// The token file holds one token a line and is read again on the first request after it
-/// changes (a Secret mounted the kubelet's way): during a rotation both tokens are accepted, then
-/// only the new one; a file left without a token keeps the tokens in service.
+/// The token file holds one token a line and is read again after it changes (a Secret mounted
+/// the kubelet's way; the server looks at the file once a second at most): during a rotation both
+/// tokens are accepted, then only the new one; a file left without a token keeps the tokens in
+/// service.
 #[test]
 fn bearer_tokens_are_reloaded_and_may_be_several() {
     use common::mounted::{mount_files, swap_data, write_files};
@@ -320,6 +321,7 @@ fn bearer_tokens_are_reloaded_and_may_be_several() {
     let version = |name: &str, tokens: &str| {
         write_files(dir.path(), name, &[("token", tokens)]);
         swap_data(dir.path(), name);
+        std::thread::sleep(std::time::Duration::from_millis(1100));
     };
     write_files(dir.path(), "..a", &[("token", "old-token\n")]);
     let [token] = mount_files(dir.path(), "..a", ["token"]);
