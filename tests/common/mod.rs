@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests: an in-process server on loopback port 0, a tiny
-//! HTTP/1.1 client over std sockets (so tests can send partial bodies), and a TLS client that
-//! reports the certificate the server presented.
+//! HTTP/1.1 client over std sockets (so tests can send partial bodies), a TLS client that
+//! reports the certificate the server presented, and files mounted the kubelet's way.
 #![allow(dead_code)]
 
 pub mod mounted;
