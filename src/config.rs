@@ -56,9 +56,16 @@ pub struct ServeConfig {
     #[arg(long, env = "METAHOOKS_HEADER_READ_TIMEOUT", default_value = "5s", value_parser = parse_timeout)]
     pub header_read_timeout: Duration,
 
-    /// Hook requests handled at once; more are answered 429 with Retry-After.
+    /// Metacontroller hook requests (sync, finalize, customize) handled at once; more are
+    /// answered 429 with Retry-After, which Metacontroller retries.
     #[arg(long, env = "METAHOOKS_MAX_IN_FLIGHT", default_value = "256")]
     pub max_in_flight: NonZeroUsize,
+
+    /// Admission requests handled at once, counted apart from the Metacontroller hooks' so that
+    /// neither kind can take the other's places; more are answered 429, which the API server takes
+    /// as a failed call (with failurePolicy Fail, a refused write).
+    #[arg(long, env = "METAHOOKS_MAX_IN_FLIGHT_ADMISSION", default_value = "256")]
+    pub max_in_flight_admission: NonZeroUsize,
 
     /// Bodies of Metacontroller hook requests (sync, finalize, customize) held at once, summed
     /// over the requests in flight (each counted at its Content-Length, or at the hook body limit

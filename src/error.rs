@@ -42,6 +42,8 @@ pub enum ApiError {
 pub enum Overload {
     /// `--max-in-flight`.
     Requests,
+    /// `--max-in-flight-admission`.
+    AdmissionRequests,
     /// `--max-in-flight-bytes`.
     Bytes,
 }
@@ -94,7 +96,12 @@ impl ApiError {
             ApiError::Overloaded {
                 by: Overload::Requests,
                 ..
-            } => "too many requests in flight; retry later".into(),
+            } => "too many requests in flight (--max-in-flight); retry later".into(),
+            ApiError::Overloaded {
+                by: Overload::AdmissionRequests,
+                ..
+            } => "too many admission requests in flight (--max-in-flight-admission); retry later"
+                .into(),
             ApiError::Overloaded {
                 by: Overload::Bytes,
                 ..

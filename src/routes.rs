@@ -28,6 +28,7 @@ pub struct Limits {
     pub admission_body: usize,
     pub request_timeout: Duration,
     pub max_in_flight: std::num::NonZeroUsize,
+    pub max_in_flight_admission: std::num::NonZeroUsize,
     pub max_in_flight_bytes: usize,
     pub retry_after_seconds: u32,
     /// Tokens of which Metacontroller routes require one (`Authorization: Bearer <token>`), if any.
@@ -43,6 +44,7 @@ impl From<&crate::config::ServeConfig> for Limits {
             admission_body: c.admission_body_limit,
             request_timeout: c.request_timeout,
             max_in_flight: c.max_in_flight,
+            max_in_flight_admission: c.max_in_flight_admission,
             max_in_flight_bytes: c.max_in_flight_bytes,
             retry_after_seconds: c.retry_after_seconds,
             bearer_tokens: None,
@@ -67,7 +69,11 @@ pub struct AppState {
     /// What the hooks remember between requests: sync requests decoded, certificates checked and
     /// specs planned before (bounded, see `metahooks_hooks::memo`).
     memo: Memo,
+    /// Places for Metacontroller hook requests (`--max-in-flight`).
     in_flight: Arc<Semaphore>,
+    /// Places for admission requests (`--max-in-flight-admission`), apart: a burst of syncs
+    /// must not refuse a user's write, nor a burst of admission calls stop reconciling.
+    admission_in_flight: Arc<Semaphore>,
     /// What the bodies of Metacontroller hook requests in flight may hold, in KiB
     /// (`--max-in-flight-bytes`).
     body_budget: Arc<Semaphore>,
@@ -82,6 +88,7 @@ impl AppState {
         Arc::new(AppState {
             clock,
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight.get())),
+            admission_in_flight: Arc::new(Semaphore::new(limits.max_in_flight_admission.get())),
             body_budget: Arc::new(Semaphore::new(kib(limits.max_in_flight_bytes) as usize)),
             limits,
             metrics: Metrics::default(),
@@ -180,10 +187,15 @@ async fn observe(State(state): State<Arc<AppState>>, req: Request, next: Next) -
 
 async fn handle_hook(hook: &'static Hook, state: Arc<AppState>, req: Request) -> Response {
     // Shed load at once instead of queueing past the caller's timeout.
-    let Ok(_permit) = state.in_flight.clone().try_acquire_owned() else {
+    let (places, by) = if hook.kind.is_admission() {
+        (&state.admission_in_flight, Overload::AdmissionRequests)
+    } else {
+        (&state.in_flight, Overload::Requests)
+    };
+    let Ok(_permit) = places.clone().try_acquire_owned() else {
         return ApiError::Overloaded {
             retry_after_seconds: state.limits.retry_after_seconds,
-            by: Overload::Requests,
+            by,
         }
         .into_response();
     };

@@ -132,6 +132,7 @@ fn serve_refuses_limits_of_zero() {
         ("--request-timeout", "0s"),
         ("--header-read-timeout", "0ms"),
         ("--max-in-flight", "0"),
+        ("--max-in-flight-admission", "0"),
         ("--max-in-flight-bytes", "0MiB"),
         ("--retry-after", "0"),
     ] {

@@ -7,10 +7,19 @@ use std::io::Write;
 use std::time::Duration;
 
 const HOOK: &str = "/delete-graph/sync";
+const ADMISSION: &str = "/delete-graph/validate";
 
 fn fixture_body() -> Vec<u8> {
     std::fs::read(common::fixture(
         "delete-graph/sync-chain-database-running.request.json",
+    ))
+    .unwrap()
+}
+
+/// A review that `ADMISSION` allows.
+fn admission_review() -> Vec<u8> {
+    std::fs::read(common::fixture(
+        "delete-graph/validate-chain-allowed.request.json",
     ))
     .unwrap()
 }
@@ -159,8 +168,13 @@ fn unknown_route_is_404_and_wrong_method_405() {
 /// A hook request in flight on its own connection: its head and the first bytes of `body` sent,
 /// the rest for the caller to send (`&body[10..]`), and time given to the server to take it.
 fn held_in_flight(server: &TestServer, body: &[u8]) -> std::net::TcpStream {
+    held_in_flight_on(server, HOOK, body)
+}
+
+/// As [`held_in_flight`], on the route `path`.
+fn held_in_flight_on(server: &TestServer, path: &str, body: &[u8]) -> std::net::TcpStream {
     let mut slow = server.connect();
-    slow.write_all(post_head(HOOK, "application/json", body.len()).as_bytes())
+    slow.write_all(post_head(path, "application/json", body.len()).as_bytes())
         .unwrap();
     slow.write_all(&body[..10]).unwrap();
     std::thread::sleep(Duration::from_millis(200));
@@ -176,11 +190,33 @@ fn overload_is_429_with_retry_after() {
     let shed = post(&server, HOOK, &body);
     assert_eq!(shed.status, 429);
     assert_eq!(shed.header("retry-after"), Some("3"));
+    let error = shed.json()["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("--max-in-flight)"), "{error}");
+    // Admission has places of its own: the API server would take a 429 as a failed call.
+    let review = admission_review();
+    assert_eq!(post(&server, ADMISSION, &review).status, 200);
     // The held request still completes normally.
     slow.write_all(&body[10..]).unwrap();
     assert_eq!(read_reply(&mut slow).status, 200);
     // And the slot is free again.
     assert_eq!(post(&server, HOOK, &body).status, 200);
+}
+
+/// `--max-in-flight-admission` bounds admission requests alone: with its one place held, another
+/// review is a 429 naming the flag, while Metacontroller's requests are answered.
+#[test]
+fn admission_overload_is_429_and_leaves_metacontroller_alone() {
+    let server = TestServer::start(&["--max-in-flight-admission", "1", "--max-in-flight", "1"]);
+    let review = admission_review();
+    let mut slow = held_in_flight_on(&server, ADMISSION, &review);
+    let shed = post(&server, ADMISSION, &review);
+    assert_eq!(shed.status, 429);
+    let error = shed.json()["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("--max-in-flight-admission"), "{error}");
+    assert_eq!(post(&server, HOOK, &fixture_body()).status, 200);
+    slow.write_all(&review[10..]).unwrap();
+    assert_eq!(read_reply(&mut slow).status, 200);
+    assert_eq!(post(&server, ADMISSION, &review).status, 200);
 }
 
 /// Hook bodies in flight are held to `--max-in-flight-bytes` (here 6 KiB; the body is 4,000
@@ -302,11 +338,7 @@ fn bearer_token_guards_metacontroller_routes_only() {
         assert_eq!(with(accepted), 200, "{accepted}");
     }
     // Admission (the API server authenticates with client certificates) and admin routes are open.
-    let review = std::fs::read(common::fixture(
-        "delete-graph/validate-chain-allowed.request.json",
-    ))
-    .unwrap();
-    assert_eq!(post(&server, "/delete-graph/validate", &review).status, 200);
+    assert_eq!(post(&server, ADMISSION, &admission_review()).status, 200);
     assert_eq!(get(&server, "/healthz").status, 200);
 }
 
@@ -386,14 +418,10 @@ fn etag_answers_304_only_to_the_answers_own_tag() {
     assert_eq!(reply.status, 200);
     assert_ne!(reply.header("etag"), Some(tag.as_str()));
 
-    let review = std::fs::read(common::fixture(
-        "delete-graph/validate-chain-allowed.request.json",
-    ))
-    .unwrap();
     let admitted = post_with_headers(
         &server,
-        "/delete-graph/validate",
-        &review,
+        ADMISSION,
+        &admission_review(),
         &[("If-None-Match", "*")],
     );
     assert_eq!((admitted.status, admitted.header("etag")), (200, None));
