@@ -103,13 +103,11 @@ impl<T> Reloading<T> {
         let Some(load) = &self.load else {
             return current.value.clone();
         };
-        if !self.every.is_zero() {
-            let now = Instant::now();
-            if now.duration_since(current.looked) < self.every {
-                return current.value.clone();
-            }
-            current.looked = now;
+        let now = Instant::now();
+        if now.duration_since(current.looked) < self.every {
+            return current.value.clone();
         }
+        current.looked = now;
         let stamps = self.files.iter().map(|p| stamp(p)).collect();
         if let Ok(stamps) = stamps {
             if current.stamps != stamps {

@@ -408,3 +408,45 @@ fn leaves_from_before_seals_are_kept_and_sealed_once() {
     assert_eq!(versions(&sim), settled, "written once");
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
+
+/// Removing metahooks as the README's "Removing metahooks" says keeps what the mesh uses: the
+/// manager deleted with `--cascade=orphan` leaves its trust bundle and its leaf Secrets as they
+/// were, owned by nothing; with the two controllers deleted after it, the MRC keeps its CA
+/// Secret and nothing more is written. A plain delete of the manager takes the leaves with it.
+#[test]
+fn removing_metahooks_keeps_the_certificates_the_mesh_uses() {
+    let made = |sim: &Sim| {
+        let mut objects: Vec<_> = LEAF_SECRETS
+            .map(|n| sim.get("Secret", NS, n).cloned())
+            .into();
+        objects.push(sim.get("ConfigMap", NS, "osm-ca-bundle").cloned());
+        objects
+    };
+    let mut sim = sim();
+    set_role(&mut sim, "mrc-a", Some("active")).unwrap();
+    let before = made(&sim);
+    let ca = sim.get("Secret", NS, "mrc-a-ca").unwrap().clone();
+
+    sim.delete_orphaning("CertificateManager", NS, "mesh")
+        .unwrap();
+    sim.run_until_quiet();
+    sim.remove_controller("CompositeController", "cert-rotation");
+    sim.remove_controller("DecoratorController", "mesh-root-certificate");
+    sim.run_until_quiet();
+    assert!(sim.get("CertificateManager", NS, "mesh").is_none());
+    for (kept, was) in made(&sim).into_iter().zip(before) {
+        let (kept, mut was) = (kept.expect("kept"), was.unwrap());
+        assert_eq!(kept["metadata"]["ownerReferences"], serde_json::json!([]));
+        was["metadata"]["ownerReferences"] = serde_json::json!([]);
+        assert_eq!(kept["data"], was["data"]);
+        assert_eq!(kept["metadata"]["labels"], was["metadata"]["labels"]);
+    }
+    assert_eq!(sim.get("Secret", NS, "mrc-a-ca"), Some(&ca));
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+
+    let mut sim = self::sim();
+    set_role(&mut sim, "mrc-a", Some("active")).unwrap();
+    sim.delete("CertificateManager", NS, "mesh").unwrap();
+    sim.run_until_quiet();
+    assert_eq!(made(&sim), [None, None, None], "a plain delete takes them");
+}

@@ -391,3 +391,46 @@ fn an_invalid_workload_set_that_exists_can_still_be_labelled_and_deleted() {
         "finalized and gone"
     );
 }
+
+/// Removing metahooks as the README's "Removing metahooks" says: a WorkloadSet deleted with
+/// `--cascade=orphan` goes once Metacontroller's finalize hook sees no Pod of its own, and its
+/// Pods stay, running and owned by nothing. Deleted after the controller instead, a set keeps
+/// Metacontroller's finalizer and hangs in deletion (contract §9.2), which is why the README
+/// deletes the sets first.
+#[test]
+fn removing_metahooks_orphaning_a_set_keeps_its_pods() {
+    let (mut sim, order) = sim();
+    start_chain(&mut sim);
+    sim.delete_orphaning("WorkloadSet", NS, "shop").unwrap();
+    sim.run_until_quiet();
+    assert!(
+        sim.get("WorkloadSet", NS, "shop").is_none(),
+        "finalized and gone"
+    );
+    assert!(
+        order.borrow().is_empty(),
+        "no Pod deleted: {:?}",
+        order.borrow()
+    );
+    assert_eq!(running(&sim), ["backend", "database", "frontend"]);
+    for pod in sim.list("Pod", NS) {
+        assert_eq!(pod["metadata"]["ownerReferences"], json!([]));
+    }
+    sim.remove_controller("CompositeController", "delete-graph");
+    sim.run_until_quiet();
+    assert_eq!(running(&sim), ["backend", "database", "frontend"]);
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+
+    let (mut sim, order) = self::sim();
+    start_chain(&mut sim);
+    sim.remove_controller("CompositeController", "delete-graph");
+    sim.delete("WorkloadSet", NS, "shop").unwrap();
+    sim.run_until_quiet();
+    let set = sim.get("WorkloadSet", NS, "shop").expect("held");
+    assert!(set["metadata"].get("deletionTimestamp").is_some());
+    assert_eq!(
+        set["metadata"]["finalizers"],
+        json!(["metacontroller.io/compositecontroller-delete-graph"])
+    );
+    assert!(order.borrow().is_empty());
+}

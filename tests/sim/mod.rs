@@ -156,6 +156,38 @@ impl Store {
         self.remove(key, now);
     }
 
+    /// Deletes an object with orphan propagation (`kubectl delete --cascade=orphan`): the garbage
+    /// collector takes the object out of its dependents' ownerReferences (the simulator does it at
+    /// once, where the API server holds an `orphan` finalizer meanwhile), then the object goes as
+    /// any other, its dependents staying.
+    fn delete_orphaning(&mut self, key: &Key, now: i64) {
+        let Some(obj) = self.objects.get(key) else {
+            return;
+        };
+        let uid = str_at(obj, "/metadata/uid").to_owned();
+        let dependents: Vec<Value> = self
+            .objects
+            .values()
+            .filter(|o| {
+                o["metadata"]["ownerReferences"]
+                    .as_array()
+                    .is_some_and(|refs| refs.iter().any(|r| str_at(r, "/uid") == uid))
+            })
+            .cloned()
+            .collect();
+        for mut d in dependents {
+            let refs = d["metadata"]["ownerReferences"].as_array().unwrap();
+            let kept: Vec<Value> = refs
+                .iter()
+                .filter(|r| str_at(r, "/uid") != uid)
+                .cloned()
+                .collect();
+            d["metadata"]["ownerReferences"] = json!(kept);
+            self.replace(d);
+        }
+        self.delete(key, now);
+    }
+
     /// Removes an object at once and garbage-collects whatever it controlled.
     fn remove(&mut self, key: &Key, now: i64) {
         let Some(obj) = self.objects.remove(key) else {
@@ -541,6 +573,52 @@ impl Sim {
         self.admit("DELETE", None, Some(obj.clone()), "kubernetes-admin")?;
         self.store.delete(&key_of(&obj), self.now());
         Ok(())
+    }
+
+    /// `kubectl delete --cascade=orphan`: admission runs first; what the object owns stays.
+    pub fn delete_orphaning(
+        &mut self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), String> {
+        let Some(obj) = self.get(kind, namespace, name).cloned() else {
+            return Err(format!("{kind} {namespace}/{name} not found"));
+        };
+        self.admit("DELETE", None, Some(obj.clone()), "kubernetes-admin")?;
+        self.store.delete_orphaning(&key_of(&obj), self.now());
+        Ok(())
+    }
+
+    /// `kubectl delete compositecontroller|decoratorcontroller NAME`: Metacontroller stops
+    /// syncing that controller's parents or targets. What they own stays, and so does its
+    /// finalizer on them (contract §9.2).
+    pub fn remove_controller(&mut self, kind: &str, name: &str) {
+        let named = |c: &Value| str_at(c, "/metadata/name") == name;
+        let ctrl = match kind {
+            "CompositeController" => {
+                let i = self
+                    .composites
+                    .iter()
+                    .position(named)
+                    .expect("no such controller");
+                self.composites[i]["spec"]["parentResource"] = Value::Null;
+                i
+            }
+            "DecoratorController" => {
+                let i = self
+                    .decorators
+                    .iter()
+                    .position(named)
+                    .expect("no such controller");
+                self.decorators[i]["spec"]["resources"] = json!([]);
+                DECORATOR + i
+            }
+            other => panic!("{other} is not a Metacontroller kind"),
+        };
+        self.queue.retain(|(c, _)| *c != ctrl);
+        self.resync_at.retain(|(c, _), _| *c != ctrl);
+        self.customize_cache.retain(|(c, _, _), _| *c != ctrl);
     }
 
     /// Deletes an object bypassing admission (a controller outside the simulation doing it).
