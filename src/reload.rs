@@ -137,3 +137,26 @@ impl<T> std::fmt::Debug for Reloading<T> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A change is seen on the first look after it: at once by a value looked at on every use,
+    /// not before `every` has passed by one looked at every so often.
+    #[test]
+    fn a_change_is_seen_on_the_first_look_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("value");
+        std::fs::write(&path, "first").unwrap();
+        let watch = |every| {
+            let file = path.clone();
+            let read = move || Ok(std::fs::read_to_string(&file)?);
+            Reloading::from_files("value", vec![path.clone()], every, read).unwrap()
+        };
+        let (every_use, hourly) = (watch(Duration::ZERO), watch(Duration::from_secs(3600)));
+        std::fs::write(&path, "second, longer").unwrap();
+        assert_eq!(*every_use.get(), "second, longer");
+        assert_eq!(*hourly.get(), "first");
+    }
+}
