@@ -1,5 +1,6 @@
-//! Logs (tracing, JSON or pretty) and the Prometheus metrics of `/metrics`: a request counter and
-//! a latency histogram per route and status, and when the HTTPS listener's certificate expires.
+//! Logs (tracing, JSON or pretty) and the Prometheus metrics of `/metrics`: the version running, a
+//! request counter and a latency histogram per route and status, and when the HTTPS listener's
+//! certificate expires.
 //! Kept dependency-free and cheap: one short lock per request, rendering only when scraped.
 
 use std::collections::BTreeMap;
@@ -49,7 +50,16 @@ impl Metrics {
     /// The Prometheus text exposition (version 0.0.4).
     pub fn render(&self) -> String {
         let series = self.series.lock().unwrap_or_else(|e| e.into_inner());
-        let mut out = String::with_capacity(256 + series.len() * 1200);
+        let mut out = String::with_capacity(512 + series.len() * 1200);
+        // The version of each replica, so that a rollout can be followed (and joined on `job`,
+        // `instance` to the other series).
+        out.push_str("# HELP metahooks_build_info The version of metahooks running; always 1.\n");
+        out.push_str("# TYPE metahooks_build_info gauge\n");
+        let _ = writeln!(
+            out,
+            "metahooks_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        );
         out.push_str("# HELP metahooks_requests_total Requests answered, by route and status.\n");
         out.push_str("# TYPE metahooks_requests_total counter\n");
         for ((route, status), s) in series.iter() {

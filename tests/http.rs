@@ -287,6 +287,11 @@ fn metrics_count_requests_by_route_and_status() {
     let server = TestServer::start(&[]);
     let before = get(&server, "/metrics");
     assert_eq!(before.status, 200);
+    let version = format!(
+        "metahooks_build_info{{version=\"{}\"}} 1\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(String::from_utf8_lossy(&before.body).contains(&version));
     let line = format!("metahooks_requests_total{{route=\"{HOOK}\",status=\"200\"}} 1");
     assert!(!String::from_utf8_lossy(&before.body).contains(&line));
     assert_eq!(post(&server, HOOK, &fixture_body()).status, 200);
