@@ -154,7 +154,8 @@ where
 mod tests {
     use super::*;
 
-    /// The whole exposition of one series, with durations whose sum is exact in binary.
+    /// The whole exposition of one series, with durations whose sum is exact in binary, after the
+    /// version line.
     #[test]
     fn exposition_of_one_series() {
         let m = Metrics::default();
@@ -166,7 +167,13 @@ mod tests {
                 "metahooks_request_duration_seconds_bucket{{route=\"/a\",status=\"200\",le=\"{le}\"}} {n}\n"
             )
         };
-        let mut want = String::from(
+        let mut want = format!(
+            "# HELP metahooks_build_info The version of metahooks running; always 1.\n\
+             # TYPE metahooks_build_info gauge\n\
+             metahooks_build_info{{version=\"{}\"}} 1\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        want.push_str(
             "# HELP metahooks_requests_total Requests answered, by route and status.\n\
              # TYPE metahooks_requests_total counter\n\
              metahooks_requests_total{route=\"/a\",status=\"200\"} 3\n\
