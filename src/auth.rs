@@ -9,6 +9,7 @@ use anyhow::{anyhow, Context, Result};
 use axum::http::{header, HeaderMap};
 use std::path::Path;
 use std::time::Duration;
+use subtle::{Choice, ConstantTimeEq};
 use zeroize::Zeroizing;
 
 /// How often the token file is looked at, at most: every Metacontroller request is checked, and a
@@ -47,10 +48,10 @@ impl BearerTokens {
             .unwrap_or("");
         let tokens = self.0.get();
         // Every token is compared, so that the time taken does not say which one matched.
-        let matched = tokens
-            .iter()
-            .fold(false, |matched, token| same(presented, token) | matched);
-        if matched {
+        let matched = tokens.iter().fold(Choice::from(0), |matched, token| {
+            matched | presented.as_bytes().ct_eq(token.as_bytes())
+        });
+        if matched.into() {
             Ok(())
         } else {
             Err(ApiError::Unauthorized)
@@ -71,12 +72,6 @@ fn read_tokens(path: &Path) -> Result<Vec<Zeroizing<String>>> {
         return Err(anyhow!("holds no token"));
     }
     Ok(tokens)
-}
-
-/// Equal bytes, compared in time that depends on the lengths only.
-fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

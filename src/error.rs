@@ -93,19 +93,16 @@ impl ApiError {
             ApiError::UnsupportedEncoding(coding) => {
                 format!("Content-Encoding must be identity (an uncompressed body), got '{coding}'")
             }
-            ApiError::Overloaded {
-                by: Overload::Requests,
-                ..
-            } => "too many requests in flight (--max-in-flight); retry later".into(),
-            ApiError::Overloaded {
-                by: Overload::AdmissionRequests,
-                ..
-            } => "too many admission requests in flight (--max-in-flight-admission); retry later"
-                .into(),
-            ApiError::Overloaded {
-                by: Overload::Bytes,
-                ..
-            } => "too many request bytes in flight (--max-in-flight-bytes); retry later".into(),
+            ApiError::Overloaded { by, .. } => {
+                let (what, flag) = match by {
+                    Overload::Requests => ("requests", "--max-in-flight"),
+                    Overload::AdmissionRequests => {
+                        ("admission requests", "--max-in-flight-admission")
+                    }
+                    Overload::Bytes => ("request bytes", "--max-in-flight-bytes"),
+                };
+                format!("too many {what} in flight ({flag}); retry later")
+            }
             ApiError::Timeout => "the request took longer than the request timeout".into(),
             ApiError::Unauthorized => "a valid Authorization: Bearer token is required".into(),
             ApiError::NotFound => "no such route; `metahooks list` shows the hooks".into(),

@@ -176,13 +176,7 @@ impl Store {
             .cloned()
             .collect();
         for mut d in dependents {
-            let refs = d["metadata"]["ownerReferences"].as_array().unwrap();
-            let kept: Vec<Value> = refs
-                .iter()
-                .filter(|r| str_at(r, "/uid") != uid)
-                .cloned()
-                .collect();
-            d["metadata"]["ownerReferences"] = json!(kept);
+            release(&mut d, &uid);
             self.replace(d);
         }
         self.delete(key, now);
@@ -222,6 +216,13 @@ impl Store {
 }
 
 /// The uid of an object's controller owner.
+/// Takes the owner `uid` out of `o`'s ownerReferences.
+fn release(o: &mut Value, uid: &str) {
+    if let Some(refs) = o["metadata"]["ownerReferences"].as_array_mut() {
+        refs.retain(|r| str_at(r, "/uid") != uid);
+    }
+}
+
 fn controller_uid(o: &Value) -> Option<String> {
     o["metadata"]["ownerReferences"]
         .as_array()?
@@ -567,11 +568,8 @@ impl Sim {
 
     /// `kubectl delete`: admission runs first; a denial is the `Err`.
     pub fn delete(&mut self, kind: &str, namespace: &str, name: &str) -> Result<(), String> {
-        let Some(obj) = self.get(kind, namespace, name).cloned() else {
-            return Err(format!("{kind} {namespace}/{name} not found"));
-        };
-        self.admit("DELETE", None, Some(obj.clone()), "kubernetes-admin")?;
-        self.store.delete(&key_of(&obj), self.now());
+        let key = self.admit_deletion(kind, namespace, name)?;
+        self.store.delete(&key, self.now());
         Ok(())
     }
 
@@ -582,12 +580,19 @@ impl Sim {
         namespace: &str,
         name: &str,
     ) -> Result<(), String> {
+        let key = self.admit_deletion(kind, namespace, name)?;
+        self.store.delete_orphaning(&key, self.now());
+        Ok(())
+    }
+
+    /// The key of the object a user deletes, once admission let the deletion through.
+    fn admit_deletion(&mut self, kind: &str, namespace: &str, name: &str) -> Result<Key, String> {
         let Some(obj) = self.get(kind, namespace, name).cloned() else {
             return Err(format!("{kind} {namespace}/{name} not found"));
         };
-        self.admit("DELETE", None, Some(obj.clone()), "kubernetes-admin")?;
-        self.store.delete_orphaning(&key_of(&obj), self.now());
-        Ok(())
+        let key = key_of(&obj);
+        self.admit("DELETE", None, Some(obj), "kubernetes-admin")?;
+        Ok(key)
     }
 
     /// `kubectl delete compositecontroller|decoratorcontroller NAME`: Metacontroller stops
@@ -1177,13 +1182,7 @@ impl Sim {
                 let owner = controller_uid(&o);
                 let selected = selector_matches(&selector, &o["metadata"]["labels"]);
                 if owner.as_deref() == Some(uid.as_str()) && !selected {
-                    o["metadata"]["ownerReferences"] = json!(o["metadata"]["ownerReferences"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .filter(|r| str_at(r, "/uid") != uid)
-                        .cloned()
-                        .collect::<Vec<_>>());
+                    release(&mut o, &uid);
                     self.store.replace(o);
                     continue;
                 }
