@@ -12,4 +12,4 @@ COPY --from=build /metahooks /metahooks
 USER 65532:65532
 EXPOSE 8080 8443
 ENTRYPOINT ["/metahooks"]
-CMD ["serve", "--listen=0.0.0.0:8080"]
+CMD ["serve", "--listen=[::]:8080"]

@@ -13,8 +13,10 @@
 6. Checks that the metahooks container runs `serve` with flags that `metahooks serve --help`
    lists, that its Pod's termination grace period is longer than the shutdown delay plus the
    drain timeout (else the kubelet kills it with requests still in flight), that its image's
-   tag is the binary's version (`metahooks --version`), and that a `prometheus.io/port`
-   annotation names the port of `--listen`.
+   tag is the binary's version (`metahooks --version`), that a `prometheus.io/port`
+   annotation names the port of `--listen`, and that `--listen` and `--tls-listen` are `[::]`
+   on a port of the container (`[::]` takes IPv4 and IPv6: `0.0.0.0` would leave the Pod
+   unreachable in an IPv6 or IPv6-first cluster, a loopback address everywhere).
 7. Checks that every webhook configuration carries the label app.kubernetes.io/part-of=metahooks
    and holds one webhook: the README's deploy step finds them by that label and sets the
    caBundle of `/webhooks/0`.
@@ -299,6 +301,14 @@ for source, obj in objects:
         listen = given.get("--listen") or serve_defaults.get("--listen", "")
         if scrape_port is not None and scrape_port != listen.rpartition(":")[2]:
             fail(where, f"prometheus.io/port {scrape_port} is not the port of --listen {listen}, where /metrics is")
+        container_ports = {str(port["containerPort"]) for port in container.get("ports", [])}
+        for flag in ("--listen", "--tls-listen"):
+            address = given.get(flag) or serve_defaults.get(flag, "")
+            host, _, port = address.rpartition(":")
+            if host != "[::]":
+                fail(where, f"{flag} {address} does not listen on every address of both families ([::])")
+            if port not in container_ports:
+                fail(where, f"{flag} {address} is on none of the container's ports {sorted(container_ports)}")
         stop = sum(seconds(given.get(flag) or serve_defaults[flag]) for flag in ("--shutdown-delay", "--drain-timeout"))
         grace = pod.get("terminationGracePeriodSeconds", 30)
         if grace <= stop:

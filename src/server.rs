@@ -12,7 +12,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use std::net::SocketAddr;
+use socket2::{Domain, Protocol, Socket, Type};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,17 +79,10 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
         None
     };
 
-    let http = TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("binding {}", config.listen))?;
+    let http = bind(config.listen, "--listen")?;
     let http_addr = http.local_addr()?;
     let https = match acceptor {
-        Some(acceptor) => {
-            let listener = TcpListener::bind(config.tls_listen)
-                .await
-                .with_context(|| format!("binding {}", config.tls_listen))?;
-            Some((listener, acceptor))
-        }
+        Some(acceptor) => Some((bind(config.tls_listen, "--tls-listen")?, acceptor)),
         None => None,
     };
     let https_addr = match &https {
@@ -186,6 +180,53 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
     })
 }
 
+/// A listener on `addr`, the address of `flag`. The unspecified IPv6 address (`[::]`) takes IPv4
+/// connections too, whatever the host's `net.ipv6.bindv6only` says, so that one address serves a
+/// Pod in an IPv4, IPv6 or dual-stack cluster; on a kernel without IPv6 (booted with
+/// `ipv6.disable=1`) it falls back to `0.0.0.0` on the same port, with a warning.
+fn bind(addr: SocketAddr, flag: &str) -> Result<TcpListener> {
+    let socket = bind_or_fall_back(addr, listening_socket)
+        .with_context(|| format!("binding {flag} {addr}"))?;
+    Ok(TcpListener::from_std(socket.into())?)
+}
+
+/// `open(addr)`, or, when `addr` is `[::]` and the kernel has no IPv6, `open` of `0.0.0.0`.
+fn bind_or_fall_back(
+    addr: SocketAddr,
+    open: impl Fn(SocketAddr) -> std::io::Result<Socket>,
+) -> std::io::Result<Socket> {
+    match open(addr) {
+        Err(e)
+            if addr == SocketAddr::from((Ipv6Addr::UNSPECIFIED, addr.port()))
+                && e.raw_os_error() == Some(libc::EAFNOSUPPORT) =>
+        {
+            let ipv4 = SocketAddr::from((Ipv4Addr::UNSPECIFIED, addr.port()));
+            tracing::warn!(%addr, listening = %ipv4, "this kernel has no IPv6: listening on IPv4 only");
+            open(ipv4)
+        }
+        opened => opened,
+    }
+}
+
+/// A non-blocking socket listening on `addr`, as tokio's `TcpListener::bind` makes it (address
+/// reuse, a backlog of 1,024), and taking both families when `addr` is `[::]`.
+fn listening_socket(addr: SocketAddr) -> std::io::Result<Socket> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    prepare(&socket, addr)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    Ok(socket)
+}
+
+/// The options of a socket about to be bound to `addr`.
+fn prepare(socket: &Socket, addr: SocketAddr) -> std::io::Result<()> {
+    if addr.is_ipv6() && addr.ip().is_unspecified() {
+        socket.set_only_v6(false)?;
+    }
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)
+}
+
 async fn accept_tls(
     https: &Option<(TcpListener, Reloading<rustls::ServerConfig>)>,
 ) -> std::io::Result<(tokio::net::TcpStream, TlsAcceptor)> {
@@ -214,5 +255,54 @@ async fn serve_connection<I>(
     let conn = builder.serve_connection(TokioIo::new(io), service);
     if let Err(e) = watcher.watch(conn).await {
         tracing::debug!(error = %e, "connection ended with an error");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{IpAddr, TcpStream};
+
+    /// `[::]` takes connections of both families, even on a host that makes IPv6 sockets IPv6-only
+    /// (`net.ipv6.bindv6only=1`, played by setting the option before `prepare`).
+    #[test]
+    fn the_unspecified_ipv6_address_takes_ipv4_too() {
+        let addr: SocketAddr = "[::]:0".parse().unwrap();
+        let socket = Socket::new(Domain::IPV6, Type::STREAM, Some(Protocol::TCP)).unwrap();
+        socket.set_only_v6(true).unwrap();
+        prepare(&socket, addr).unwrap();
+        assert!(!socket.only_v6().unwrap());
+        socket.bind(&addr.into()).unwrap();
+        socket.listen(8).unwrap();
+        let port = socket.local_addr().unwrap().as_socket().unwrap().port();
+        for ip in [
+            IpAddr::from(Ipv4Addr::LOCALHOST),
+            IpAddr::from(Ipv6Addr::LOCALHOST),
+        ] {
+            TcpStream::connect((ip, port)).unwrap_or_else(|e| panic!("{ip}: {e}"));
+        }
+        // A given address is bound as it is.
+        let socket = listening_socket("127.0.0.1:0".parse().unwrap()).unwrap();
+        let bound = socket.local_addr().unwrap().as_socket().unwrap();
+        assert_eq!(bound.ip(), IpAddr::from(Ipv4Addr::LOCALHOST));
+    }
+
+    /// A kernel without IPv6 turns `[::]` into `0.0.0.0` on the same port; any other address, or
+    /// any other error, is not changed.
+    #[test]
+    fn without_ipv6_the_unspecified_address_falls_back_to_ipv4() {
+        let no_ipv6 = |addr: SocketAddr| match addr {
+            SocketAddr::V6(_) => Err(std::io::Error::from_raw_os_error(libc::EAFNOSUPPORT)),
+            SocketAddr::V4(_) => listening_socket(addr),
+        };
+        let socket = bind_or_fall_back("[::]:0".parse().unwrap(), no_ipv6).unwrap();
+        let bound = socket.local_addr().unwrap().as_socket().unwrap();
+        assert_eq!(bound.ip(), IpAddr::from(Ipv4Addr::UNSPECIFIED));
+
+        let error = bind_or_fall_back("[::1]:0".parse().unwrap(), no_ipv6).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::EAFNOSUPPORT));
+        let in_use = |_| Err(std::io::Error::from_raw_os_error(libc::EADDRINUSE));
+        let error = bind_or_fall_back("[::]:0".parse().unwrap(), in_use).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::EADDRINUSE));
     }
 }

@@ -4,6 +4,7 @@ mod common;
 
 use common::{get, post, post_head, post_with_headers, read_reply, request, TestServer};
 use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 const HOOK: &str = "/delete-graph/sync";
@@ -307,6 +308,24 @@ fn health_and_readiness() {
     let server = TestServer::start(&[]);
     assert_eq!(get(&server, "/healthz").status, 200);
     assert_eq!(get(&server, "/readyz").status, 200);
+}
+
+/// `[::]`, as the manifests give it, answers over IPv4 and IPv6, on both listeners: one address
+/// for a Pod in an IPv4, IPv6 or dual-stack cluster.
+#[test]
+fn the_unspecified_ipv6_address_serves_both_families() {
+    let clock = std::sync::Arc::new(time::OffsetDateTime::now_utc);
+    let server = TestServer::start_on("[::]", &["--tls-self-signed"], clock);
+    let https = server.https.expect("the HTTPS listener");
+    for ip in [
+        IpAddr::from(Ipv4Addr::LOCALHOST),
+        IpAddr::from(Ipv6Addr::LOCALHOST),
+    ] {
+        let http = TestServer::at(SocketAddr::new(ip, server.http.port()));
+        assert_eq!(get(&http, "/readyz").status, 200, "{ip}");
+        let (status, _) = common::tls::https_get(SocketAddr::new(ip, https.port()));
+        assert_eq!(status, 200, "{ip}");
+    }
 }
 
 #[test]

@@ -28,7 +28,13 @@ impl TestServer {
 
     /// As [`TestServer::start`], with hooks reading `now` from `clock`.
     pub fn start_with_clock(flags: &[&str], clock: metahooks::Clock) -> TestServer {
-        let mut args = vec!["--listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0"];
+        Self::start_on("127.0.0.1", flags, clock)
+    }
+
+    /// As [`TestServer::start_with_clock`], both listeners on port 0 of `ip` (`[::]`, ...).
+    pub fn start_on(ip: &str, flags: &[&str], clock: metahooks::Clock) -> TestServer {
+        let any_port = format!("{ip}:0");
+        let mut args = vec!["--listen", &any_port, "--tls-listen", &any_port];
         args.extend_from_slice(flags);
         let config = ServeConfig::from_args(&args).expect("flags");
         let (addr_tx, addr_rx) = mpsc::channel();
