@@ -694,7 +694,10 @@ impl Sim {
                     }
                     return Err(format!("failed calling webhook {path}: unreachable"));
                 }
-                let reply = post_json(self.addr, &path, &review, None);
+                // As the API server calls it: the webhook's timeout in the query (10 s unset).
+                let timeout = hook["timeoutSeconds"].as_u64().unwrap_or(10);
+                let url = format!("{path}?timeout={timeout}s");
+                let reply = post_json(self.addr, &url, &review, None);
                 self.calls.push(HookCall {
                     path: path.clone(),
                     status: reply.status,
