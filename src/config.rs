@@ -54,9 +54,16 @@ pub struct ServeConfig {
     #[arg(long, env = "METAHOOKS_REQUEST_TIMEOUT", default_value = "8s", value_parser = parse_timeout)]
     pub request_timeout: Duration,
 
-    /// Time a client has to send the request headers.
+    /// Time a client has to send a request's headers, from their first byte; and a new
+    /// connection to bring its first request.
     #[arg(long, env = "METAHOOKS_HEADER_READ_TIMEOUT", default_value = "5s", value_parser = parse_timeout)]
     pub header_read_timeout: Duration,
+
+    /// Time a kept-alive connection may wait for its next request before it is closed: longer
+    /// than the callers keep theirs (Go's 90 s), so that they, not metahooks, close idle
+    /// connections and no request meets a connection closing under it.
+    #[arg(long, env = "METAHOOKS_IDLE_TIMEOUT", default_value = "120s", value_parser = parse_timeout)]
+    pub idle_timeout: Duration,
 
     /// Metacontroller hook requests (sync, finalize, customize) handled at once; more are
     /// answered 429 with Retry-After, which Metacontroller retries.

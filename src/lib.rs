@@ -6,6 +6,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod etag;
+pub mod keep_alive;
 pub mod reload;
 pub mod routes;
 pub mod server;

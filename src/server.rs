@@ -4,11 +4,12 @@
 
 use crate::auth::BearerTokens;
 use crate::config::ServeConfig;
+use crate::keep_alive::{Connection, HeadTimer, Marked, Noting, Waits};
 use crate::reload::Reloading;
 use crate::routes::{router, AppState, Clock, Limits};
 use crate::tls::{server_configs, CertSource, ReloadingResolver};
 use anyhow::{Context, Result};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
@@ -91,7 +92,10 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
     };
 
     let (stop, stopped) = watch::channel(false);
-    let header_read_timeout = config.header_read_timeout;
+    let waits = Waits {
+        head: config.header_read_timeout,
+        idle: config.idle_timeout,
+    };
     let shutdown_delay = config.shutdown_delay;
     let drain_timeout = config.drain_timeout;
     let task_state = state.clone();
@@ -136,15 +140,13 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
             tokio::spawn(async move {
                 match tls {
                     None => {
-                        serve_connection(stream, service, header_read_timeout, watcher).await;
+                        serve_connection(stream, service, waits, watcher).await;
                     }
                     Some(acceptor) => {
                         match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream))
                             .await
                         {
-                            Ok(Ok(tls)) => {
-                                serve_connection(tls, service, header_read_timeout, watcher).await
-                            }
+                            Ok(Ok(tls)) => serve_connection(tls, service, waits, watcher).await,
                             Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                             Err(_) => tracing::debug!("TLS handshake timed out"),
                         }
@@ -239,22 +241,32 @@ async fn accept_tls(
     }
 }
 
+/// Serves one connection, with the waits between requests of [`crate::keep_alive`].
 async fn serve_connection<I>(
     io: I,
     service: TowerToHyperService<axum::Router>,
-    header_read_timeout: Duration,
+    waits: Waits,
     watcher: hyper_util::server::graceful::Watcher,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let connection = Arc::new(Connection::default());
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(header_read_timeout);
-    let conn = builder.serve_connection(TokioIo::new(io), service);
-    if let Err(e) = watcher.watch(conn).await {
-        tracing::debug!(error = %e, "connection ended with an error");
+        .timer(HeadTimer::new(waits, connection.clone()))
+        .header_read_timeout(waits.head);
+    let io = TokioIo::new(Marked::new(io, connection.clone()));
+    let conn = builder.serve_connection(io, Noting::new(service, connection.clone()));
+    tokio::select! {
+        served = watcher.watch(conn) => {
+            if let Err(e) = served {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        }
+        () = connection.no_first_request(waits) => {
+            tracing::debug!("no request within the header read timeout: connection closed");
+        }
     }
 }
 

@@ -131,6 +131,7 @@ fn serve_refuses_limits_of_zero() {
         ("--admission-body-limit", "0KiB"),
         ("--request-timeout", "0s"),
         ("--header-read-timeout", "0ms"),
+        ("--idle-timeout", "0s"),
         ("--max-in-flight", "0"),
         ("--max-in-flight-admission", "0"),
         ("--max-in-flight-bytes", "0MiB"),

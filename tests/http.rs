@@ -3,9 +3,9 @@
 mod common;
 
 use common::{get, post, post_head, post_with_headers, read_reply, request, TestServer};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const HOOK: &str = "/delete-graph/sync";
 const ADMISSION: &str = "/delete-graph/validate";
@@ -267,20 +267,88 @@ fn slow_request_times_out_with_503() {
     assert!(reply.header("retry-after").is_some());
 }
 
+/// How long after `started` the server closes `s` (a read that ends: EOF or a reset); `None` if
+/// it still holds the connection after the stream's 20 s read timeout.
+fn closed_after(s: &mut std::net::TcpStream, started: Instant) -> Option<Duration> {
+    let mut buf = [0u8; 512];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return Some(started.elapsed()),
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return Some(started.elapsed())
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+const GET_HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+
 #[test]
-fn header_read_timeout_closes_idle_connections() {
+fn a_slow_head_is_closed_after_the_header_read_timeout() {
     let server = TestServer::start(&["--header-read-timeout", "300ms"]);
     let mut s = server.connect();
     s.write_all(b"POST /delete-graph/sync HTTP/1.1\r\nHost: x\r\n")
         .unwrap();
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let mut buf = [0u8; 512];
-    use std::io::Read;
     let n = s.read(&mut buf).unwrap_or(0);
     // hyper answers 408 or just closes; either way well before our 20 s read timeout.
     assert!(started.elapsed() < Duration::from_secs(5));
     let text = String::from_utf8_lossy(&buf[..n]);
     assert!(n == 0 || text.starts_with("HTTP/1.1 408"), "{text}");
+}
+
+/// A kept-alive connection waits `--idle-timeout` for its next request, not the header read
+/// timeout: the Go clients keep theirs 90 s or more, and a close under their next request
+/// fails it.
+#[test]
+fn a_kept_alive_connection_waits_the_idle_timeout() {
+    let server = TestServer::start(&["--header-read-timeout", "300ms", "--idle-timeout", "2s"]);
+    let mut s = server.connect();
+    for wait_before in [Duration::ZERO, Duration::from_millis(900)] {
+        std::thread::sleep(wait_before);
+        s.write_all(GET_HEALTHZ).unwrap();
+        assert_eq!(read_reply(&mut s).status, 200, "after {wait_before:?}");
+    }
+    let closed = closed_after(&mut s, Instant::now()).expect("closed after the idle timeout");
+    assert!(
+        closed >= Duration::from_millis(1500),
+        "closed after {closed:?}"
+    );
+}
+
+/// Once a request's first byte has come, its head has the header read timeout, even on a
+/// kept-alive connection.
+#[test]
+fn a_slow_head_after_an_idle_wait_is_closed_after_the_header_read_timeout() {
+    let server = TestServer::start(&["--header-read-timeout", "300ms", "--idle-timeout", "60s"]);
+    let mut s = server.connect();
+    s.write_all(GET_HEALTHZ).unwrap();
+    assert_eq!(read_reply(&mut s).status, 200);
+    std::thread::sleep(Duration::from_millis(500));
+    s.write_all(b"GET /hea").unwrap();
+    let closed = closed_after(&mut s, Instant::now()).expect("closed");
+    assert!(closed < Duration::from_secs(10), "closed after {closed:?}");
+}
+
+/// A connection that brings no request within the header read timeout is closed, whether it
+/// sends nothing, stops inside the HTTP/2 preface (where hyper is still telling the protocols
+/// apart) or sends the whole preface and no request.
+#[test]
+fn a_connection_without_a_request_is_closed() {
+    let server = TestServer::start(&["--header-read-timeout", "300ms", "--idle-timeout", "60s"]);
+    for sent in [&b""[..], b"PRI", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"] {
+        let mut s = server.connect();
+        s.write_all(sent).unwrap();
+        let closed = closed_after(&mut s, Instant::now());
+        let sent = String::from_utf8_lossy(sent);
+        assert!(
+            closed.is_some_and(|c| c < Duration::from_secs(10)),
+            "{sent:?}: {closed:?}"
+        );
+    }
 }
 
 #[test]

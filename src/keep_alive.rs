@@ -1,0 +1,199 @@
+//! How long a connection may wait for a request.
+//!
+//! hyper counts its HTTP/1 header read timeout from the moment a connection starts waiting for a
+//! request, so a kept-alive connection was closed after `--header-read-timeout` (5 s) without a
+//! request, while the Go clients that call metahooks keep an idle connection for 90 s (the API
+//! server; Metacontroller over plain HTTP) or for ever (Metacontroller with a `caBundle`). Every
+//! such close raced the client's next request on that connection, and Go does not send a POST
+//! again once it has written it: Metacontroller logged an `EOF` sync error, the API server a
+//! failed admission call. Here a connection that has served a request waits `--idle-timeout` for
+//! the first byte of the next; a request's head must then come within `--header-read-timeout`
+//! of that byte; and a new connection must bring its first request within
+//! `--header-read-timeout` whatever its protocol, since hyper's protocol detection and its
+//! HTTP/2 server wait for ever.
+
+use hyper::rt::{Sleep, Timer};
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// The two waits of a connection between requests.
+#[derive(Clone, Copy, Debug)]
+pub struct Waits {
+    /// From a request's first byte to the end of its head; and from a new connection to its
+    /// first request.
+    pub head: Duration,
+    /// From the end of an answer to the first byte of the next request.
+    pub idle: Duration,
+}
+
+/// What a connection's stream, its HTTP/1 timer and its service tell one another.
+#[derive(Default)]
+pub struct Connection {
+    /// A read brought bytes since hyper last started waiting for a request head.
+    read: AtomicBool,
+    /// hyper has waited for a request head before: the connection is kept alive.
+    waited: AtomicBool,
+    /// A request has reached the service.
+    requested: AtomicBool,
+}
+
+impl Connection {
+    /// Ends when `waits.head` has passed without a request reaching the service ([`Noting`]);
+    /// never ends once one has.
+    pub async fn no_first_request(&self, waits: Waits) {
+        tokio::time::sleep(waits.head).await;
+        if self.requested.load(Ordering::Relaxed) {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// A connection's stream, noting each read that brings bytes.
+pub struct Marked<I> {
+    io: I,
+    connection: Arc<Connection>,
+}
+
+impl<I> Marked<I> {
+    pub fn new(io: I, connection: Arc<Connection>) -> Self {
+        Marked { io, connection }
+    }
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for Marked<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.connection.read.store(true, Ordering::Relaxed);
+        }
+        polled
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for Marked<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// A connection's service, noting that a request has reached it.
+#[derive(Clone)]
+pub struct Noting<S> {
+    service: S,
+    connection: Arc<Connection>,
+}
+
+impl<S> Noting<S> {
+    pub fn new(service: S, connection: Arc<Connection>) -> Self {
+        Noting {
+            service,
+            connection,
+        }
+    }
+}
+
+impl<S: hyper::service::Service<R>, R> hyper::service::Service<R> for Noting<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn call(&self, request: R) -> Self::Future {
+        self.connection.requested.store(true, Ordering::Relaxed);
+        self.service.call(request)
+    }
+}
+
+/// The timer of a connection's HTTP/1 side, which hyper uses for its header read timeout only:
+/// each `sleep_until` is hyper starting to wait for a request head (at now plus the timeout).
+pub struct HeadTimer {
+    waits: Waits,
+    connection: Arc<Connection>,
+}
+
+impl HeadTimer {
+    pub fn new(waits: Waits, connection: Arc<Connection>) -> Self {
+        HeadTimer { waits, connection }
+    }
+}
+
+impl Timer for HeadTimer {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn Sleep>> {
+        hyper_util::rt::TokioTimer::new().sleep(duration)
+    }
+
+    fn sleep_until(&self, _deadline: Instant) -> Pin<Box<dyn Sleep>> {
+        let kept_alive = self.connection.waited.swap(true, Ordering::Relaxed);
+        self.connection.read.store(false, Ordering::Relaxed);
+        let before_first_byte = if kept_alive {
+            self.waits.idle
+        } else {
+            self.waits.head
+        };
+        Box::pin(HeadWait {
+            head: self.waits.head,
+            connection: self.connection.clone(),
+            byte_seen: false,
+            sleep: Box::pin(tokio::time::sleep(before_first_byte)),
+        })
+    }
+}
+
+/// A wait for a request head: until the wait before the first byte ends, or, once a byte has
+/// come, until the head timeout after it.
+struct HeadWait {
+    head: Duration,
+    connection: Arc<Connection>,
+    byte_seen: bool,
+    sleep: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Future for HeadWait {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // hyper polls this after each read that leaves the head incomplete.
+        if !self.byte_seen && self.connection.read.load(Ordering::Relaxed) {
+            self.byte_seen = true;
+            let deadline = tokio::time::Instant::now() + self.head;
+            self.sleep.as_mut().reset(deadline);
+        }
+        self.sleep.as_mut().poll(cx)
+    }
+}
+
+impl Sleep for HeadWait {}
