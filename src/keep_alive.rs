@@ -32,9 +32,9 @@ pub struct Waits {
     pub idle: Duration,
 }
 
-/// What a connection's stream, its HTTP/1 timer and its service tell one another.
+/// What a connection has done, as its stream, its HTTP/1 timer and its service tell one another.
 #[derive(Default)]
-pub struct Connection {
+pub struct Activity {
     /// A read brought bytes since hyper last started waiting for a request head.
     read: AtomicBool,
     /// hyper has waited for a request head before: the connection is kept alive.
@@ -43,7 +43,7 @@ pub struct Connection {
     requested: AtomicBool,
 }
 
-impl Connection {
+impl Activity {
     /// Ends when `waits.head` has passed without a request reaching the service ([`Noting`]);
     /// never ends once one has.
     pub async fn no_first_request(&self, waits: Waits) {
@@ -57,12 +57,12 @@ impl Connection {
 /// A connection's stream, noting each read that brings bytes.
 pub struct Marked<I> {
     io: I,
-    connection: Arc<Connection>,
+    activity: Arc<Activity>,
 }
 
 impl<I> Marked<I> {
-    pub fn new(io: I, connection: Arc<Connection>) -> Self {
-        Marked { io, connection }
+    pub fn new(io: I, activity: Arc<Activity>) -> Self {
+        Marked { io, activity }
     }
 }
 
@@ -75,7 +75,7 @@ impl<I: AsyncRead + Unpin> AsyncRead for Marked<I> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.io).poll_read(cx, buf);
         if buf.filled().len() > before {
-            self.connection.read.store(true, Ordering::Relaxed);
+            self.activity.read.store(true, Ordering::Relaxed);
         }
         polled
     }
@@ -115,15 +115,12 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Marked<I> {
 #[derive(Clone)]
 pub struct Noting<S> {
     service: S,
-    connection: Arc<Connection>,
+    activity: Arc<Activity>,
 }
 
 impl<S> Noting<S> {
-    pub fn new(service: S, connection: Arc<Connection>) -> Self {
-        Noting {
-            service,
-            connection,
-        }
+    pub fn new(service: S, activity: Arc<Activity>) -> Self {
+        Noting { service, activity }
     }
 }
 
@@ -133,7 +130,7 @@ impl<S: hyper::service::Service<R>, R> hyper::service::Service<R> for Noting<S> 
     type Future = S::Future;
 
     fn call(&self, request: R) -> Self::Future {
-        self.connection.requested.store(true, Ordering::Relaxed);
+        self.activity.requested.store(true, Ordering::Relaxed);
         self.service.call(request)
     }
 }
@@ -142,12 +139,12 @@ impl<S: hyper::service::Service<R>, R> hyper::service::Service<R> for Noting<S> 
 /// each `sleep_until` is hyper starting to wait for a request head (at now plus the timeout).
 pub struct HeadTimer {
     waits: Waits,
-    connection: Arc<Connection>,
+    activity: Arc<Activity>,
 }
 
 impl HeadTimer {
-    pub fn new(waits: Waits, connection: Arc<Connection>) -> Self {
-        HeadTimer { waits, connection }
+    pub fn new(waits: Waits, activity: Arc<Activity>) -> Self {
+        HeadTimer { waits, activity }
     }
 }
 
@@ -157,8 +154,8 @@ impl Timer for HeadTimer {
     }
 
     fn sleep_until(&self, _deadline: Instant) -> Pin<Box<dyn Sleep>> {
-        let kept_alive = self.connection.waited.swap(true, Ordering::Relaxed);
-        self.connection.read.store(false, Ordering::Relaxed);
+        let kept_alive = self.activity.waited.swap(true, Ordering::Relaxed);
+        self.activity.read.store(false, Ordering::Relaxed);
         let before_first_byte = if kept_alive {
             self.waits.idle
         } else {
@@ -166,7 +163,7 @@ impl Timer for HeadTimer {
         };
         Box::pin(HeadWait {
             head: self.waits.head,
-            connection: self.connection.clone(),
+            activity: self.activity.clone(),
             byte_seen: false,
             sleep: Box::pin(tokio::time::sleep(before_first_byte)),
         })
@@ -177,7 +174,7 @@ impl Timer for HeadTimer {
 /// come, until the head timeout after it.
 struct HeadWait {
     head: Duration,
-    connection: Arc<Connection>,
+    activity: Arc<Activity>,
     byte_seen: bool,
     sleep: Pin<Box<tokio::time::Sleep>>,
 }
@@ -187,7 +184,7 @@ impl Future for HeadWait {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         // hyper polls this after each read that leaves the head incomplete.
-        if !self.byte_seen && self.connection.read.load(Ordering::Relaxed) {
+        if !self.byte_seen && self.activity.read.load(Ordering::Relaxed) {
             self.byte_seen = true;
             let deadline = tokio::time::Instant::now() + self.head;
             self.sleep.as_mut().reset(deadline);
@@ -197,3 +194,39 @@ impl Future for HeadWait {
 }
 
 impl Sleep for HeadWait {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// The stream notes reads that bring bytes, and passes reads and writes through, vectored
+    /// where the stream under it writes vectored (hyper then writes an answer's head and body
+    /// in one call).
+    #[tokio::test]
+    async fn the_stream_notes_reads_and_passes_everything_through() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let activity = Arc::new(Activity::default());
+        let mut marked = Marked::new(server, activity.clone());
+        assert!(marked.is_write_vectored());
+        assert!(!activity.read.load(Ordering::Relaxed));
+
+        client.write_all(b"ping").await.unwrap();
+        let mut buf = [0u8; 4];
+        marked.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"ping");
+        assert!(activity.read.load(Ordering::Relaxed));
+
+        let parts = [io::IoSlice::new(b"po"), io::IoSlice::new(b"ng")];
+        let written = marked.write_vectored(&parts).await.unwrap();
+        marked.flush().await.unwrap();
+        marked.shutdown().await.unwrap();
+        let mut answer = Vec::new();
+        client.read_to_end(&mut answer).await.unwrap();
+        assert_eq!(&answer, &b"pong"[..written]);
+    }
+}

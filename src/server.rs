@@ -4,7 +4,7 @@
 
 use crate::auth::BearerTokens;
 use crate::config::ServeConfig;
-use crate::keep_alive::{Connection, HeadTimer, Marked, Noting, Waits};
+use crate::keep_alive::{Activity, HeadTimer, Marked, Noting, Waits};
 use crate::reload::Reloading;
 use crate::routes::{router, AppState, Clock, Limits};
 use crate::tls::{server_configs, CertSource, ReloadingResolver};
@@ -250,21 +250,21 @@ async fn serve_connection<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let connection = Arc::new(Connection::default());
+    let activity = Arc::new(Activity::default());
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
-        .timer(HeadTimer::new(waits, connection.clone()))
+        .timer(HeadTimer::new(waits, activity.clone()))
         .header_read_timeout(waits.head);
-    let io = TokioIo::new(Marked::new(io, connection.clone()));
-    let conn = builder.serve_connection(io, Noting::new(service, connection.clone()));
+    let io = TokioIo::new(Marked::new(io, activity.clone()));
+    let conn = builder.serve_connection(io, Noting::new(service, activity.clone()));
     tokio::select! {
         served = watcher.watch(conn) => {
             if let Err(e) = served {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
         }
-        () = connection.no_first_request(waits) => {
+        () = activity.no_first_request(waits) => {
             tracing::debug!("no request within the header read timeout: connection closed");
         }
     }
