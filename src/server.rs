@@ -1,6 +1,7 @@
-//! Listeners and connection handling: plain HTTP, optional HTTPS, an HTTP/1 header-read timeout,
-//! a TLS handshake timeout, and, when shutdown is asked for, a delay still answering requests
-//! and then a bounded graceful drain.
+//! Listeners and connection handling: plain HTTP, optional HTTPS (`[::]` taking both address
+//! families), a TLS handshake timeout, the waits between requests of [`crate::keep_alive`], and,
+//! when shutdown is asked for, a delay still answering requests and then a bounded graceful
+//! drain.
 
 use crate::auth::BearerTokens;
 use crate::config::ServeConfig;
