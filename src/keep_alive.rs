@@ -5,8 +5,8 @@
 //! request, while the Go clients that call metahooks keep an idle connection for 90 s (the API
 //! server; Metacontroller over plain HTTP) or for ever (Metacontroller with a `caBundle`). Every
 //! such close raced the client's next request on that connection, and Go does not send a POST
-//! again once it has written it: Metacontroller logged an `EOF` sync error, the API server a
-//! failed admission call. Here a connection that has served a request waits `--idle-timeout` for
+//! again once it has written it: Metacontroller logged an `EOF` sync error, and the API server,
+//! where it calls over HTTP/1.1, failed the admission call. Here a connection that has served a request waits `--idle-timeout` for
 //! the first byte of the next; a request's head must then come within `--header-read-timeout`
 //! of that byte; and a new connection must bring its first request within
 //! `--header-read-timeout` whatever its protocol, since hyper's protocol detection and its
