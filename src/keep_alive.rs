@@ -198,35 +198,56 @@ impl Sleep for HeadWait {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 
-    /// The stream notes reads that bring bytes, and passes reads and writes through, vectored
-    /// where the stream under it writes vectored (hyper then writes an answer's head and body
-    /// in one call).
+    /// A stream that does not write vectored.
+    struct Unvectored;
+
+    impl AsyncWrite for Unvectored {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            b: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Poll::Ready(Ok(b.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// The stream notes reads that bring bytes and passes everything through: reads, writes,
+    /// vectored writes where the stream under it writes vectored (hyper then writes an answer's
+    /// head and body in one call), flushes and the shutdown.
     #[tokio::test]
     async fn the_stream_notes_reads_and_passes_everything_through() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let mut client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
-            .await
-            .unwrap();
-        let (server, _) = listener.accept().await.unwrap();
         let activity = Arc::new(Activity::default());
-        let mut marked = Marked::new(server, activity.clone());
+        assert!(!Marked::new(Unvectored, activity.clone()).is_write_vectored());
+
+        let (ours, mut theirs) = tokio::io::duplex(64);
+        let mut marked = Marked::new(BufWriter::new(ours), activity.clone());
         assert!(marked.is_write_vectored());
         assert!(!activity.read.load(Ordering::Relaxed));
 
-        client.write_all(b"ping").await.unwrap();
+        theirs.write_all(b"ping").await.unwrap();
         let mut buf = [0u8; 4];
         marked.read_exact(&mut buf).await.unwrap();
         assert_eq!(&buf, b"ping");
         assert!(activity.read.load(Ordering::Relaxed));
 
-        let parts = [io::IoSlice::new(b"po"), io::IoSlice::new(b"ng")];
-        let written = marked.write_vectored(&parts).await.unwrap();
+        marked.write_all(b"po").await.unwrap();
+        let parts = [io::IoSlice::new(b"n"), io::IoSlice::new(b"g")];
+        assert_eq!(marked.write_vectored(&parts).await.unwrap(), 2);
+        // Buffered until the flush.
         marked.flush().await.unwrap();
+        let mut answer = [0u8; 4];
+        let read = tokio::time::timeout(Duration::from_secs(5), theirs.read_exact(&mut answer));
+        read.await.expect("the written bytes, flushed").unwrap();
+        assert_eq!(&answer, b"pong");
         marked.shutdown().await.unwrap();
-        let mut answer = Vec::new();
-        client.read_to_end(&mut answer).await.unwrap();
-        assert_eq!(&answer, &b"pong"[..written]);
+        assert_eq!(theirs.read(&mut buf).await.unwrap(), 0);
     }
 }
