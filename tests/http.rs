@@ -287,6 +287,22 @@ fn closed_after(s: &mut std::net::TcpStream) -> Option<Duration> {
 
 const GET_HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
 
+/// A server with a 300 ms header read timeout and `idle_timeout`, and a connection to it that
+/// has been answered once and is kept alive.
+fn served_once(idle_timeout: &str) -> (TestServer, std::net::TcpStream) {
+    let flags = [
+        "--header-read-timeout",
+        "300ms",
+        "--idle-timeout",
+        idle_timeout,
+    ];
+    let server = TestServer::start(&flags);
+    let mut s = server.connect();
+    s.write_all(GET_HEALTHZ).unwrap();
+    assert_eq!(read_reply(&mut s).status, 200);
+    (server, s)
+}
+
 #[test]
 fn a_slow_head_is_closed_after_the_header_read_timeout() {
     let server = TestServer::start(&["--header-read-timeout", "300ms"]);
@@ -304,10 +320,7 @@ fn a_slow_head_is_closed_after_the_header_read_timeout() {
 /// comes in two parts, 100 ms apart).
 #[test]
 fn a_kept_alive_connection_waits_the_idle_timeout() {
-    let server = TestServer::start(&["--header-read-timeout", "300ms", "--idle-timeout", "2s"]);
-    let mut s = server.connect();
-    s.write_all(GET_HEALTHZ).unwrap();
-    assert_eq!(read_reply(&mut s).status, 200);
+    let (_server, mut s) = served_once("2s");
     std::thread::sleep(Duration::from_millis(900));
     let (first, rest) = GET_HEALTHZ.split_at(10);
     s.write_all(first).unwrap();
@@ -325,10 +338,7 @@ fn a_kept_alive_connection_waits_the_idle_timeout() {
 /// kept-alive connection.
 #[test]
 fn a_slow_head_after_an_idle_wait_is_closed_after_the_header_read_timeout() {
-    let server = TestServer::start(&["--header-read-timeout", "300ms", "--idle-timeout", "60s"]);
-    let mut s = server.connect();
-    s.write_all(GET_HEALTHZ).unwrap();
-    assert_eq!(read_reply(&mut s).status, 200);
+    let (_server, mut s) = served_once("60s");
     std::thread::sleep(Duration::from_millis(500));
     s.write_all(b"GET /hea").unwrap();
     let closed = closed_after(&mut s).expect("closed");
