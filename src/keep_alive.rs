@@ -248,6 +248,7 @@ mod tests {
         read.await.expect("the written bytes, flushed").unwrap();
         assert_eq!(&answer, b"pong");
         marked.shutdown().await.unwrap();
-        assert_eq!(theirs.read(&mut buf).await.unwrap(), 0);
+        let end = tokio::time::timeout(Duration::from_secs(5), theirs.read(&mut buf));
+        assert_eq!(end.await.expect("the end, after the shutdown").unwrap(), 0);
     }
 }
