@@ -76,6 +76,12 @@ pub struct ServeConfig {
     #[arg(long, env = "METAHOOKS_MAX_IN_FLIGHT_ADMISSION", default_value = "256")]
     pub max_in_flight_admission: NonZeroUsize,
 
+    /// Connections open at once, on both listeners, TLS handshakes included; one more is closed
+    /// as soon as it is accepted (metahooks_connections_refused_total). An idle kept-alive
+    /// connection holds about 22 KB.
+    #[arg(long, env = "METAHOOKS_MAX_CONNECTIONS", default_value = "1024")]
+    pub max_connections: NonZeroUsize,
+
     /// Bodies of Metacontroller hook requests (sync, finalize, customize) held at once, summed
     /// over the requests in flight (each counted at its Content-Length, or at the hook body limit
     /// when it comes in chunks, in KiB); a request that would go past it is answered 429 with

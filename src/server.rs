@@ -16,7 +16,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -97,6 +97,7 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
         head: config.header_read_timeout,
         idle: config.idle_timeout,
     };
+    let max_connections = config.max_connections.get();
     let shutdown_delay = config.shutdown_delay;
     let drain_timeout = config.drain_timeout;
     let task_state = state.clone();
@@ -135,10 +136,18 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
                     continue;
                 }
             };
+            let metrics = &task_state.metrics;
+            let Some(place) = Place::take(&metrics.connections_open, max_connections) else {
+                // Dropped: closed before a byte is read.
+                metrics.connections_refused.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!("connection refused: --max-connections are open");
+                continue;
+            };
             let _ = stream.set_nodelay(true);
             let watcher = graceful.watcher();
             let service = service.clone();
             tokio::spawn(async move {
+                let _place = place;
                 match tls {
                     None => {
                         serve_connection(stream, service, waits, watcher).await;
@@ -228,6 +237,26 @@ fn prepare(socket: &Socket, addr: SocketAddr) -> std::io::Result<()> {
     }
     socket.set_reuse_address(true)?;
     socket.set_nonblocking(true)
+}
+
+/// A connection's place among `--max-connections`, given back when the connection ends.
+struct Place(Arc<AtomicUsize>);
+
+impl Place {
+    /// A place, if fewer than `max` are taken.
+    fn take(open: &Arc<AtomicUsize>, max: usize) -> Option<Place> {
+        open.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| Place(open.clone()))
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 async fn accept_tls(

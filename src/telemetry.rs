@@ -1,11 +1,11 @@
 //! Logs (tracing, JSON or pretty) and the Prometheus metrics of `/metrics`: the version running, a
-//! request counter and a latency histogram per route and status, and when the HTTPS listener's
-//! certificate expires.
+//! request counter and a latency histogram per route and status, the connections open and those
+//! refused, and when the HTTPS listener's certificate expires.
 //! Kept dependency-free and cheap: one short lock per request, rendering only when scraped.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,6 +27,10 @@ struct Series {
 #[derive(Default)]
 pub struct Metrics {
     series: Mutex<BTreeMap<(String, u16), Series>>,
+    /// Connections open (`--max-connections` at most), counted by the server's accept loop.
+    pub connections_open: Arc<AtomicUsize>,
+    /// Connections closed as soon as they were accepted, because `--max-connections` were open.
+    pub connections_refused: AtomicU64,
     /// The NotAfter of the HTTPS listener's certificate in service, in Unix seconds, set by the
     /// TLS resolver on every load; 0 without HTTPS.
     pub certificate_expiry: Arc<AtomicI64>,
@@ -98,6 +102,16 @@ impl Metrics {
                 s.count
             );
         }
+        out.push_str("# HELP metahooks_connections Connections open.\n");
+        out.push_str("# TYPE metahooks_connections gauge\n");
+        let open = self.connections_open.load(Ordering::Relaxed);
+        let _ = writeln!(out, "metahooks_connections {open}");
+        out.push_str(
+            "# HELP metahooks_connections_refused_total Connections closed as soon as accepted, because --max-connections were open.\n",
+        );
+        out.push_str("# TYPE metahooks_connections_refused_total counter\n");
+        let refused = self.connections_refused.load(Ordering::Relaxed);
+        let _ = writeln!(out, "metahooks_connections_refused_total {refused}");
         let expiry = self.certificate_expiry.load(Ordering::Relaxed);
         if expiry != 0 {
             out.push_str(
@@ -192,7 +206,13 @@ mod tests {
         want += &bucket("10", 3);
         want += &bucket("+Inf", 3);
         want += "metahooks_request_duration_seconds_sum{route=\"/a\",status=\"200\"} 8.75\n\
-                 metahooks_request_duration_seconds_count{route=\"/a\",status=\"200\"} 3\n";
+                 metahooks_request_duration_seconds_count{route=\"/a\",status=\"200\"} 3\n\
+                 # HELP metahooks_connections Connections open.\n\
+                 # TYPE metahooks_connections gauge\n\
+                 metahooks_connections 0\n\
+                 # HELP metahooks_connections_refused_total Connections closed as soon as accepted, because --max-connections were open.\n\
+                 # TYPE metahooks_connections_refused_total counter\n\
+                 metahooks_connections_refused_total 0\n";
         assert_eq!(m.render(), want);
     }
 

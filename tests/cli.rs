@@ -134,6 +134,7 @@ fn serve_refuses_limits_of_zero() {
         ("--idle-timeout", "0s"),
         ("--max-in-flight", "0"),
         ("--max-in-flight-admission", "0"),
+        ("--max-connections", "0"),
         ("--max-in-flight-bytes", "0MiB"),
         ("--retry-after", "0"),
     ] {

@@ -297,10 +297,16 @@ fn served_once(idle_timeout: &str) -> (TestServer, std::net::TcpStream) {
         idle_timeout,
     ];
     let server = TestServer::start(&flags);
+    let s = served(&server);
+    (server, s)
+}
+
+/// A connection to `server` that has been answered once and is kept alive.
+fn served(server: &TestServer) -> std::net::TcpStream {
     let mut s = server.connect();
     s.write_all(GET_HEALTHZ).unwrap();
     assert_eq!(read_reply(&mut s).status, 200);
-    (server, s)
+    s
 }
 
 #[test]
@@ -361,6 +367,47 @@ fn a_connection_without_a_request_is_closed() {
             "{sent:?}: {closed:?}"
         );
     }
+}
+
+/// `GET path` on a new connection, or `None` if the server closes it without an answer.
+fn try_get(server: &TestServer, path: &str) -> Option<common::Reply> {
+    let mut s = server.connect();
+    let head = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    s.write_all(head.as_bytes()).ok()?;
+    let mut first = [0u8; 512];
+    match s.read(&mut first) {
+        Ok(n) if n > 0 => Some(read_reply(&mut (&first[..n]).chain(s))),
+        _ => None,
+    }
+}
+
+/// Past `--max-connections` a new connection is closed as soon as it is accepted, unanswered,
+/// and counted; a place comes back when a connection ends.
+#[test]
+fn connections_past_the_bound_are_closed_and_counted() {
+    let server = TestServer::start(&["--max-connections", "2"]);
+    let mut held: Vec<_> = (0..2).map(|_| served(&server)).collect();
+    assert!(
+        try_get(&server, "/healthz").is_none(),
+        "a third connection answered"
+    );
+    held.pop();
+    let metrics = (0..100)
+        .find_map(|_| {
+            try_get(&server, "/metrics").or_else(|| {
+                std::thread::sleep(Duration::from_millis(50));
+                None
+            })
+        })
+        .expect("a place given back");
+    let text = String::from_utf8_lossy(&metrics.body);
+    // The connection held and the one asking.
+    assert!(text.contains("\nmetahooks_connections 2\n"), "{text}");
+    let refused: u64 = text
+        .split_once("\nmetahooks_connections_refused_total ")
+        .and_then(|(_, rest)| rest.lines().next()?.parse().ok())
+        .expect("the refused count");
+    assert!(refused >= 1, "{text}");
 }
 
 #[test]
