@@ -215,7 +215,6 @@ impl Store {
     }
 }
 
-/// The uid of an object's controller owner.
 /// Takes the owner `uid` out of `o`'s ownerReferences.
 fn release(o: &mut Value, uid: &str) {
     if let Some(refs) = o["metadata"]["ownerReferences"].as_array_mut() {
@@ -223,6 +222,7 @@ fn release(o: &mut Value, uid: &str) {
     }
 }
 
+/// The uid of an object's controller owner.
 fn controller_uid(o: &Value) -> Option<String> {
     o["metadata"]["ownerReferences"]
         .as_array()?
@@ -599,28 +599,18 @@ impl Sim {
     /// syncing that controller's parents or targets. What they own stays, and so does its
     /// finalizer on them (contract §9.2).
     pub fn remove_controller(&mut self, kind: &str, name: &str) {
-        let named = |c: &Value| str_at(c, "/metadata/name") == name;
-        let ctrl = match kind {
-            "CompositeController" => {
-                let i = self
-                    .composites
-                    .iter()
-                    .position(named)
-                    .expect("no such controller");
-                self.composites[i]["spec"]["parentResource"] = Value::Null;
-                i
-            }
-            "DecoratorController" => {
-                let i = self
-                    .decorators
-                    .iter()
-                    .position(named)
-                    .expect("no such controller");
-                self.decorators[i]["spec"]["resources"] = json!([]);
-                DECORATOR + i
-            }
+        // Its list, where its queue keys start, and the spec field that makes it select nothing.
+        let (controllers, first_key, selects, nothing) = match kind {
+            "CompositeController" => (&mut self.composites, 0, "parentResource", Value::Null),
+            "DecoratorController" => (&mut self.decorators, DECORATOR, "resources", json!([])),
             other => panic!("{other} is not a Metacontroller kind"),
         };
+        let i = controllers
+            .iter()
+            .position(|c| str_at(c, "/metadata/name") == name)
+            .expect("no such controller");
+        controllers[i]["spec"][selects] = nothing;
+        let ctrl = first_key + i;
         self.queue.retain(|(c, _)| *c != ctrl);
         self.resync_at.retain(|(c, _), _| *c != ctrl);
         self.customize_cache.retain(|(c, _, _), _| *c != ctrl);
