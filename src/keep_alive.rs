@@ -37,17 +37,15 @@ pub struct Waits {
 pub struct Activity {
     /// A read brought bytes since hyper last started waiting for a request head.
     read: AtomicBool,
-    /// hyper has waited for a request head before: the connection is kept alive.
-    waited: AtomicBool,
     /// A request has reached the service.
     requested: AtomicBool,
 }
 
 impl Activity {
-    /// Ends when `waits.head` has passed without a request reaching the service ([`Noting`]);
-    /// never ends once one has.
-    pub async fn no_first_request(&self, waits: Waits) {
-        tokio::time::sleep(waits.head).await;
+    /// Ends when `within` has passed without a request reaching the service ([`Noting`]); never
+    /// ends once one has.
+    pub async fn no_first_request(&self, within: Duration) {
+        tokio::time::sleep(within).await;
         if self.requested.load(Ordering::Relaxed) {
             std::future::pending::<()>().await;
         }
@@ -137,6 +135,8 @@ impl<S: hyper::service::Service<R>, R> hyper::service::Service<R> for Noting<S> 
 
 /// The timer of a connection's HTTP/1 side, which hyper uses for its header read timeout only:
 /// each `sleep_until` is hyper starting to wait for a request head (at now plus the timeout).
+/// Before its first byte the wait is the idle timeout; a new connection's first request is
+/// bounded by [`Activity::no_first_request`] instead.
 pub struct HeadTimer {
     waits: Waits,
     activity: Arc<Activity>,
@@ -154,24 +154,18 @@ impl Timer for HeadTimer {
     }
 
     fn sleep_until(&self, _deadline: Instant) -> Pin<Box<dyn Sleep>> {
-        let kept_alive = self.activity.waited.swap(true, Ordering::Relaxed);
         self.activity.read.store(false, Ordering::Relaxed);
-        let before_first_byte = if kept_alive {
-            self.waits.idle
-        } else {
-            self.waits.head
-        };
         Box::pin(HeadWait {
             head: self.waits.head,
             activity: self.activity.clone(),
             byte_seen: false,
-            sleep: Box::pin(tokio::time::sleep(before_first_byte)),
+            sleep: Box::pin(tokio::time::sleep(self.waits.idle)),
         })
     }
 }
 
-/// A wait for a request head: until the wait before the first byte ends, or, once a byte has
-/// come, until the head timeout after it.
+/// A wait for a request head: until the idle timeout, or, once a byte has come, until the head
+/// timeout after it.
 struct HeadWait {
     head: Duration,
     activity: Arc<Activity>,

@@ -294,7 +294,7 @@ async fn serve_connection<I>(
                 tracing::debug!(error = %e, "connection ended with an error");
             }
         }
-        () = activity.no_first_request(waits) => {
+        () = activity.no_first_request(waits.head) => {
             tracing::debug!("no request within the header read timeout: connection closed");
         }
     }
