@@ -59,9 +59,9 @@ pub struct ServeConfig {
     #[arg(long, env = "METAHOOKS_HEADER_READ_TIMEOUT", default_value = "5s", value_parser = parse_timeout)]
     pub header_read_timeout: Duration,
 
-    /// Time a kept-alive connection may wait for its next request before it is closed: longer
-    /// than the callers keep theirs (Go's 90 s), so that they, not metahooks, close idle
-    /// connections and no request meets a connection closing under it.
+    /// Time a kept-alive connection may wait for its next request before it is closed (HTTP/2:
+    /// with no request open, then a GOAWAY): longer than the callers keep theirs (Go's 90 s), so
+    /// that they, not metahooks, close idle connections and no request meets a close.
     #[arg(long, env = "METAHOOKS_IDLE_TIMEOUT", default_value = "120s", value_parser = parse_timeout)]
     pub idle_timeout: Duration,
 

@@ -10,13 +10,16 @@
 //! the first byte of the next; a request's head must then come within `--header-read-timeout`
 //! of that byte; and a new connection must bring its first request within
 //! `--header-read-timeout` whatever its protocol, since hyper's protocol detection and its
-//! HTTP/2 server wait for ever.
+//! HTTP/2 server wait for ever. An HTTP/2 connection with no request open for `--idle-timeout`
+//! is asked to close (a `GOAWAY`, which Go clients honour without losing a request) and given
+//! `--header-read-timeout` to do so, since a peer that has gone away never answers the `PING`
+//! that ends hyper's graceful close.
 
 use hyper::rt::{Sleep, Timer};
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -33,21 +36,61 @@ pub struct Waits {
 }
 
 /// What a connection has done, as its stream, its HTTP/1 timer and its service tell one another.
-#[derive(Default)]
 pub struct Activity {
     /// A read brought bytes since hyper last started waiting for a request head.
     read: AtomicBool,
     /// A request has reached the service.
     requested: AtomicBool,
+    /// The requests came over HTTP/2.
+    http2: AtomicBool,
+    /// Requests in the service, answer not yet given.
+    open: AtomicUsize,
+    /// When the last answer was given (or the connection began), in milliseconds from `began`.
+    quiet_since: AtomicU64,
+    began: tokio::time::Instant,
+}
+
+impl Default for Activity {
+    fn default() -> Self {
+        Activity {
+            read: AtomicBool::new(false),
+            requested: AtomicBool::new(false),
+            http2: AtomicBool::new(false),
+            open: AtomicUsize::new(0),
+            quiet_since: AtomicU64::new(0),
+            began: tokio::time::Instant::now(),
+        }
+    }
 }
 
 impl Activity {
+    fn millis(&self) -> u64 {
+        self.began.elapsed().as_millis() as u64
+    }
+
     /// Ends when `within` has passed without a request reaching the service ([`Noting`]); never
     /// ends once one has.
     pub async fn no_first_request(&self, within: Duration) {
         tokio::time::sleep(within).await;
         if self.requested.load(Ordering::Relaxed) {
             std::future::pending::<()>().await;
+        }
+    }
+
+    /// Ends once the connection's requests came over HTTP/2 and none has been open for `idle`.
+    /// An HTTP/1 connection's idle wait is its [`HeadTimer`]'s.
+    pub async fn idle_http2(&self, idle: Duration) {
+        let idle_ms = idle.as_millis() as u64;
+        loop {
+            let mut wake = self.millis() + idle_ms;
+            if self.http2.load(Ordering::Relaxed) && self.open.load(Ordering::Relaxed) == 0 {
+                let quiet_until = self.quiet_since.load(Ordering::Relaxed) + idle_ms;
+                if self.millis() >= quiet_until {
+                    return;
+                }
+                wake = quiet_until;
+            }
+            tokio::time::sleep_until(self.began + Duration::from_millis(wake)).await;
         }
     }
 }
@@ -109,7 +152,7 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Marked<I> {
     }
 }
 
-/// A connection's service, noting that a request has reached it.
+/// A connection's service, noting each request from its arrival to its answer.
 #[derive(Clone)]
 pub struct Noting<S> {
     service: S,
@@ -122,14 +165,55 @@ impl<S> Noting<S> {
     }
 }
 
-impl<S: hyper::service::Service<R>, R> hyper::service::Service<R> for Noting<S> {
+impl<S, B> hyper::service::Service<hyper::Request<B>> for Noting<S>
+where
+    S: hyper::service::Service<hyper::Request<B>>,
+{
     type Response = S::Response;
     type Error = S::Error;
-    type Future = S::Future;
+    type Future = Answering<S::Future>;
 
-    fn call(&self, request: R) -> Self::Future {
-        self.activity.requested.store(true, Ordering::Relaxed);
-        self.service.call(request)
+    fn call(&self, request: hyper::Request<B>) -> Self::Future {
+        let activity = &self.activity;
+        activity.requested.store(true, Ordering::Relaxed);
+        if request.version() == hyper::Version::HTTP_2 {
+            activity.http2.store(true, Ordering::Relaxed);
+        }
+        activity.open.fetch_add(1, Ordering::Relaxed);
+        Answering {
+            answer: self.service.call(request),
+            open: Open(activity.clone()),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request's answer, the request counted open until it is given (or dropped).
+    pub struct Answering<F> {
+        #[pin]
+        answer: F,
+        open: Open,
+    }
+}
+
+impl<F: Future> Future for Answering<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.project().answer.poll(cx)
+    }
+}
+
+/// A request counted open in its connection's [`Activity`].
+struct Open(Arc<Activity>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        let activity = &self.0;
+        activity
+            .quiet_since
+            .store(activity.millis(), Ordering::Relaxed);
+        activity.open.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -12,7 +12,6 @@ use crate::tls::{server_configs, CertSource, ReloadingResolver};
 use anyhow::{Context, Result};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -102,7 +101,8 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
     let drain_timeout = config.drain_timeout;
     let task_state = state.clone();
     let task = tokio::spawn(async move {
-        let graceful = GracefulShutdown::new();
+        // Asks every connection to finish; closed once all have.
+        let (drain, draining) = watch::channel(());
         let mut stopped = stopped;
         let service = TowerToHyperService::new(app);
         // Armed by the stop signal: the end of the shutdown delay.
@@ -144,19 +144,19 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
                 continue;
             };
             let _ = stream.set_nodelay(true);
-            let watcher = graceful.watcher();
+            let draining = draining.clone();
             let service = service.clone();
             tokio::spawn(async move {
                 let _place = place;
                 match tls {
                     None => {
-                        serve_connection(stream, service, waits, watcher).await;
+                        serve_connection(stream, service, waits, draining).await;
                     }
                     Some(acceptor) => {
                         match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream))
                             .await
                         {
-                            Ok(Ok(tls)) => serve_connection(tls, service, waits, watcher).await,
+                            Ok(Ok(tls)) => serve_connection(tls, service, waits, draining).await,
                             Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                             Err(_) => tracing::debug!("TLS handshake timed out"),
                         }
@@ -166,8 +166,10 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
         }
         drop(http);
         drop(https);
+        drop(draining);
         tracing::info!("draining in-flight requests");
-        if tokio::time::timeout(drain_timeout, graceful.shutdown())
+        drain.send_replace(());
+        if tokio::time::timeout(drain_timeout, drain.closed())
             .await
             .is_err()
         {
@@ -271,12 +273,13 @@ async fn accept_tls(
     }
 }
 
-/// Serves one connection, with the waits between requests of [`crate::keep_alive`].
+/// Serves one connection, with the waits between requests of [`crate::keep_alive`], until it
+/// ends or is drained.
 async fn serve_connection<I>(
     io: I,
     service: TowerToHyperService<axum::Router>,
     waits: Waits,
-    watcher: hyper_util::server::graceful::Watcher,
+    mut draining: watch::Receiver<()>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -288,15 +291,34 @@ async fn serve_connection<I>(
         .header_read_timeout(waits.head);
     let io = TokioIo::new(Marked::new(io, activity.clone()));
     let conn = builder.serve_connection(io, Noting::new(service, activity.clone()));
-    tokio::select! {
-        served = watcher.watch(conn) => {
-            if let Err(e) = served {
-                tracing::debug!(error = %e, "connection ended with an error");
-            }
-        }
+    tokio::pin!(conn);
+    let drained = tokio::select! {
+        served = conn.as_mut() => return ended(served),
         () = activity.no_first_request(waits.head) => {
             tracing::debug!("no request within the header read timeout: connection closed");
+            return;
         }
+        _ = draining.changed() => true,
+        () = activity.idle_http2(waits.idle) => false,
+    };
+    // HTTP/1 closes at once if idle, else after the answer in progress; HTTP/2 sends GOAWAY and
+    // ends once its open streams are answered and the peer has answered a PING.
+    conn.as_mut().graceful_shutdown();
+    if drained {
+        // Bounded by the drain timeout, for all connections together.
+        ended(conn.await);
+    } else {
+        tracing::debug!("HTTP/2 connection idle for the idle timeout: asked to close");
+        match tokio::time::timeout(waits.head, conn).await {
+            Ok(served) => ended(served),
+            Err(_) => tracing::debug!("HTTP/2 connection not closed by its peer: dropped"),
+        }
+    }
+}
+
+fn ended<E: std::fmt::Display>(served: Result<(), E>) {
+    if let Err(e) = served {
+        tracing::debug!(error = %e, "connection ended with an error");
     }
 }
 

@@ -369,6 +369,109 @@ fn a_connection_without_a_request_is_closed() {
     }
 }
 
+/// A frame of HTTP/2 as it goes on the wire: length, type, flags, stream and payload.
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut frame = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    frame.extend([kind, flags]);
+    frame.extend(stream.to_be_bytes());
+    frame.extend(payload);
+    frame
+}
+
+/// The types of the HTTP/2 frames in `bytes`, which begin at a frame.
+fn h2_frame_types(mut bytes: &[u8]) -> Vec<u8> {
+    let mut types = Vec::new();
+    while bytes.len() >= 9 {
+        let length = u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]) as usize;
+        types.push(bytes[3]);
+        bytes = &bytes[(9 + length).min(bytes.len())..];
+    }
+    types
+}
+
+/// An HTTP/2 connection that has had no request open for the idle timeout is asked to close
+/// with a GOAWAY, and one whose peer does not answer the PING that follows (a peer that has
+/// gone away) is closed the header read timeout later: hyper's HTTP/2 server waits for ever.
+#[test]
+fn an_idle_http2_connection_is_closed_even_when_its_peer_is_gone() {
+    let server = TestServer::start(&["--header-read-timeout", "300ms", "--idle-timeout", "1s"]);
+    let mut s = server.connect();
+    // GET /healthz, its header block coded by the static table (HPACK, RFC 7541).
+    let mut head = vec![0x82, 0x86, 0x44, 0x08];
+    head.extend(b"/healthz");
+    head.extend([0x41, 0x01, b'x']);
+    let mut sent = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    sent.extend(h2_frame(0x4, 0, 0, &[]));
+    // END_STREAM | END_HEADERS, on stream 1.
+    sent.extend(h2_frame(0x1, 0x5, 1, &head));
+    s.write_all(&sent).unwrap();
+    let mut received = Vec::new();
+    let started = Instant::now();
+    let mut buf = [0u8; 512];
+    let closed = loop {
+        match s.read(&mut buf) {
+            Ok(0) => break Some(started.elapsed()),
+            Ok(n) => received.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                break Some(started.elapsed())
+            }
+            Err(_) => break None,
+        }
+    };
+    let closed = closed.expect("closed before the stream's 20 s read timeout");
+    // SETTINGS, HEADERS of the answer, GOAWAY and its PING; never answered.
+    let types = h2_frame_types(&received);
+    for (kind, name) in [(0x1, "HEADERS"), (0x7, "GOAWAY"), (0x6, "PING")] {
+        assert!(types.contains(&kind), "no {name} in {types:?}");
+    }
+    assert!(
+        closed >= Duration::from_millis(1000) && closed < Duration::from_secs(10),
+        "closed after {closed:?}"
+    );
+}
+
+/// A live HTTP/2 client keeps its connection while it sends a request within each idle timeout,
+/// and sees it end cleanly (GOAWAY, no error) once it has sent none for that long.
+#[test]
+fn an_http2_connection_lasts_while_it_is_used() {
+    let server = TestServer::start(&["--header-read-timeout", "300ms", "--idle-timeout", "1s"]);
+    let addr = server.http;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+        let connection = tokio::spawn(connection);
+        let mut last = Instant::now();
+        for _ in 0..4 {
+            let request = http::Request::get("http://x/healthz").body(()).unwrap();
+            let (response, _) = client
+                .clone()
+                .ready()
+                .await
+                .expect("the connection still open")
+                .send_request(request, true)
+                .unwrap();
+            assert_eq!(response.await.unwrap().status(), 200);
+            last = Instant::now();
+            tokio::time::sleep(Duration::from_millis(600)).await;
+        }
+        // The client kept: an h2 client whose handles are all dropped closes on its own.
+        let ended = tokio::time::timeout(Duration::from_secs(10), connection)
+            .await
+            .expect("closed within 10 s");
+        ended.unwrap().expect("a clean close");
+        let quiet = last.elapsed();
+        assert!(
+            quiet >= Duration::from_millis(1000),
+            "closed after {quiet:?}"
+        );
+        drop(client);
+    });
+}
+
 /// `GET path` on a new connection, or `None` if the server closes it without an answer.
 fn try_get(server: &TestServer, path: &str) -> Option<common::Reply> {
     let mut s = server.connect();
