@@ -43,7 +43,7 @@ pub struct Activity {
     requested: AtomicBool,
     /// The requests came over HTTP/2.
     http2: AtomicBool,
-    /// Requests in the service, answer not yet given.
+    /// HTTP/2 requests in the service, answer not yet given.
     open: AtomicUsize,
     /// When the last answer was given (or the connection began), in milliseconds from `began`.
     quiet_since: AtomicU64,
@@ -68,31 +68,38 @@ impl Activity {
         self.began.elapsed().as_millis() as u64
     }
 
-    /// Ends when `within` has passed without a request reaching the service ([`Noting`]); never
-    /// ends once one has.
-    pub async fn no_first_request(&self, within: Duration) {
-        tokio::time::sleep(within).await;
-        if self.requested.load(Ordering::Relaxed) {
+    /// Ends when the connection has waited too long for work: `waits.head` without a first
+    /// request ([`Quiet::NoFirstRequest`]), or, once its requests come over HTTP/2, `waits.idle`
+    /// with none open ([`Quiet::IdleHttp2`]). Never ends for HTTP/1, whose wait between requests
+    /// is its [`HeadTimer`]'s.
+    pub async fn quiet(&self, waits: Waits) -> Quiet {
+        tokio::time::sleep(waits.head).await;
+        if !self.requested.load(Ordering::Acquire) {
+            return Quiet::NoFirstRequest;
+        }
+        if !self.http2.load(Ordering::Relaxed) {
             std::future::pending::<()>().await;
         }
-    }
-
-    /// Ends once the connection's requests came over HTTP/2 and none has been open for `idle`.
-    /// An HTTP/1 connection's idle wait is its [`HeadTimer`]'s.
-    pub async fn idle_http2(&self, idle: Duration) {
-        let idle_ms = idle.as_millis() as u64;
+        let idle_ms = waits.idle.as_millis() as u64;
         loop {
             let mut wake = self.millis() + idle_ms;
-            if self.http2.load(Ordering::Relaxed) && self.open.load(Ordering::Relaxed) == 0 {
+            if self.open.load(Ordering::Relaxed) == 0 {
                 let quiet_until = self.quiet_since.load(Ordering::Relaxed) + idle_ms;
                 if self.millis() >= quiet_until {
-                    return;
+                    return Quiet::IdleHttp2;
                 }
                 wake = quiet_until;
             }
             tokio::time::sleep_until(self.began + Duration::from_millis(wake)).await;
         }
     }
+}
+
+/// Why a connection has waited too long for work.
+#[derive(Debug)]
+pub enum Quiet {
+    NoFirstRequest,
+    IdleHttp2,
 }
 
 /// A connection's stream, noting each read that brings bytes.
@@ -175,24 +182,27 @@ where
 
     fn call(&self, request: hyper::Request<B>) -> Self::Future {
         let activity = &self.activity;
-        activity.requested.store(true, Ordering::Relaxed);
-        if request.version() == hyper::Version::HTTP_2 {
+        // Only an HTTP/2 connection's idle wait counts its open requests.
+        let open = (request.version() == hyper::Version::HTTP_2).then(|| {
             activity.http2.store(true, Ordering::Relaxed);
-        }
-        activity.open.fetch_add(1, Ordering::Relaxed);
+            activity.open.fetch_add(1, Ordering::Relaxed);
+            Open(activity.clone())
+        });
+        // After `http2`: `quiet` reads this first.
+        activity.requested.store(true, Ordering::Release);
         Answering {
             answer: self.service.call(request),
-            open: Open(activity.clone()),
+            open,
         }
     }
 }
 
 pin_project_lite::pin_project! {
-    /// A request's answer, the request counted open until it is given (or dropped).
+    /// A request's answer; an HTTP/2 request is counted open until it is given (or dropped).
     pub struct Answering<F> {
         #[pin]
         answer: F,
-        open: Open,
+        open: Option<Open>,
     }
 }
 
@@ -220,7 +230,7 @@ impl Drop for Open {
 /// The timer of a connection's HTTP/1 side, which hyper uses for its header read timeout only:
 /// each `sleep_until` is hyper starting to wait for a request head (at now plus the timeout).
 /// Before its first byte the wait is the idle timeout; a new connection's first request is
-/// bounded by [`Activity::no_first_request`] instead.
+/// bounded by [`Activity::quiet`] instead.
 pub struct HeadTimer {
     waits: Waits,
     activity: Arc<Activity>,

@@ -5,7 +5,7 @@
 
 use crate::auth::BearerTokens;
 use crate::config::ServeConfig;
-use crate::keep_alive::{Activity, HeadTimer, Marked, Noting, Waits};
+use crate::keep_alive::{Activity, HeadTimer, Marked, Noting, Quiet, Waits};
 use crate::reload::Reloading;
 use crate::routes::{router, AppState, Clock, Limits};
 use crate::tls::{server_configs, CertSource, ReloadingResolver};
@@ -294,12 +294,14 @@ async fn serve_connection<I>(
     tokio::pin!(conn);
     let drained = tokio::select! {
         served = conn.as_mut() => return ended(served),
-        () = activity.no_first_request(waits.head) => {
-            tracing::debug!("no request within the header read timeout: connection closed");
-            return;
-        }
         _ = draining.changed() => true,
-        () = activity.idle_http2(waits.idle) => false,
+        quiet = activity.quiet(waits) => match quiet {
+            Quiet::NoFirstRequest => {
+                tracing::debug!("no request within the header read timeout: connection closed");
+                return;
+            }
+            Quiet::IdleHttp2 => false,
+        },
     };
     // HTTP/1 closes at once if idle, else after the answer in progress; HTTP/2 sends GOAWAY and
     // ends once its open streams are answered and the peer has answered a PING.

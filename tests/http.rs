@@ -430,8 +430,9 @@ fn an_idle_http2_connection_is_closed_even_when_its_peer_is_gone() {
     );
 }
 
-/// A live HTTP/2 client keeps its connection while it sends a request within each idle timeout,
-/// and sees it end cleanly (GOAWAY, no error) once it has sent none for that long.
+/// A live HTTP/2 client keeps its connection while a request is open (here one whose body
+/// comes after longer than the idle timeout) and while it sends a request within each idle
+/// timeout, and sees it end cleanly (GOAWAY, no error) once it has sent none for that long.
 #[test]
 fn an_http2_connection_lasts_while_it_is_used() {
     let server = TestServer::start(&["--header-read-timeout", "300ms", "--idle-timeout", "1s"]);
@@ -444,8 +445,16 @@ fn an_http2_connection_lasts_while_it_is_used() {
         let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
         let (client, connection) = h2::client::handshake(tcp).await.unwrap();
         let connection = tokio::spawn(connection);
+        let request = http::Request::post(format!("http://x{HOOK}"))
+            .header("content-type", "application/json")
+            .body(())
+            .unwrap();
+        let (response, mut body) = client.clone().send_request(request, false).unwrap();
+        tokio::time::sleep(Duration::from_millis(1300)).await;
+        body.send_data(fixture_body().into(), true).unwrap();
+        assert_eq!(response.await.unwrap().status(), 200);
         let mut last = Instant::now();
-        for _ in 0..4 {
+        for _ in 0..3 {
             let request = http::Request::get("http://x/healthz").body(()).unwrap();
             let (response, _) = client
                 .clone()
