@@ -271,16 +271,22 @@ fn slow_request_times_out_with_503() {
 /// past anything it answers first; `None` if it still holds the connection after the stream's
 /// 20 s read timeout.
 fn closed_after(s: &mut std::net::TcpStream) -> Option<Duration> {
+    closed_after_reading(s).0
+}
+
+/// [`closed_after`], with the bytes read before the close.
+fn closed_after_reading(s: &mut std::net::TcpStream) -> (Option<Duration>, Vec<u8>) {
     let started = Instant::now();
+    let mut received = Vec::new();
     let mut buf = [0u8; 512];
     loop {
         match s.read(&mut buf) {
-            Ok(0) => return Some(started.elapsed()),
-            Ok(_) => continue,
+            Ok(0) => return (Some(started.elapsed()), received),
+            Ok(n) => received.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
-                return Some(started.elapsed())
+                return (Some(started.elapsed()), received)
             }
-            Err(_) => return None,
+            Err(_) => return (None, received),
         }
     }
 }
@@ -405,19 +411,7 @@ fn an_idle_http2_connection_is_closed_even_when_its_peer_is_gone() {
     // END_STREAM | END_HEADERS, on stream 1.
     sent.extend(h2_frame(0x1, 0x5, 1, &head));
     s.write_all(&sent).unwrap();
-    let mut received = Vec::new();
-    let started = Instant::now();
-    let mut buf = [0u8; 512];
-    let closed = loop {
-        match s.read(&mut buf) {
-            Ok(0) => break Some(started.elapsed()),
-            Ok(n) => received.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
-                break Some(started.elapsed())
-            }
-            Err(_) => break None,
-        }
-    };
+    let (closed, received) = closed_after_reading(&mut s);
     let closed = closed.expect("closed before the stream's 20 s read timeout");
     // SETTINGS, HEADERS of the answer, GOAWAY and its PING; never answered.
     let types = h2_frame_types(&received);
