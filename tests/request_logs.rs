@@ -1,12 +1,15 @@
 //! What a request leaves in the logs (the README's paragraph on logs): its span carries the
 //! route and the object the hook was about (kind, namespace, name as `object`, and the uid of an
 //! admission request); an answer is logged at `debug`, a rejection at `info` with its status,
-//! error and path. The logs are written as `--log-format json` writes them.
+//! error and path. A connection that ends in an error, or brings no request, is logged at
+//! `debug`. The logs are written as `--log-format json` writes them.
 
 mod common;
 
 use common::LogCapture;
 use serde_json::Value;
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
 
 /// Every line logged with `message`, as written and as JSON.
 fn lines_with(capture: &LogCapture, message: &str) -> Vec<(String, Value)> {
@@ -75,4 +78,45 @@ fn each_request_is_logged_under_a_span_naming_its_route_and_object() {
     assert_eq!(line["span"]["route"], "delete-graph/sync");
     assert_eq!(line["path"], "parent");
     assert_eq!(line["error"], reply.json()["error"]);
+}
+
+/// The lines logged with `message` once there are some, or none after 10 s.
+fn await_lines_with(capture: &LogCapture, message: &str) -> Vec<(String, Value)> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let lines = lines_with(capture, message);
+        if !lines.is_empty() || Instant::now() > deadline {
+            return lines;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_connection_that_fails_or_brings_no_request_is_logged_at_debug() {
+    let capture = LogCapture::install("debug");
+    let server = common::TestServer::start(&["--header-read-timeout", "300ms"]);
+
+    // Not HTTP: hyper answers 400 and the connection ends with its parse error.
+    let mut garbage = server.connect();
+    garbage.write_all(b"\x01\x02 nonsense\r\n\r\n").unwrap();
+    let mut rest = Vec::new();
+    let _ = garbage.read_to_end(&mut rest);
+    let failed = await_lines_with(&capture, "connection ended with an error");
+    let Some((_, line)) = failed.first() else {
+        panic!("no failed connection logged: {}", capture.text());
+    };
+    assert_eq!(line["level"], "DEBUG");
+    assert!(
+        line["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "the error named: {line}"
+    );
+
+    let mut silent = server.connect();
+    let _ = silent.read_to_end(&mut rest);
+    let closed = await_lines_with(
+        &capture,
+        "no request within the header read timeout: connection closed",
+    );
+    assert!(!closed.is_empty(), "not logged: {}", capture.text());
 }

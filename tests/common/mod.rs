@@ -309,16 +309,22 @@ impl Write for LogCapture {
 }
 
 impl LogCapture {
-    /// Makes this test binary log as `--log-format json` does, at `level`, into the capture.
+    /// Makes this test binary log as `--log-format json` does, at `level`, into the capture: one
+    /// capture for the binary, shared by its tests (the first `level` holds).
     pub fn install(level: &str) -> LogCapture {
-        let capture = LogCapture::default();
-        let writer = capture.clone();
-        metahooks::telemetry::init_logging_to(
-            metahooks::telemetry::LogFormat::Json,
-            tracing_subscriber::EnvFilter::new(level),
-            move || writer.clone(),
-        );
-        capture
+        static INSTALLED: std::sync::OnceLock<LogCapture> = std::sync::OnceLock::new();
+        INSTALLED
+            .get_or_init(|| {
+                let capture = LogCapture::default();
+                let writer = capture.clone();
+                metahooks::telemetry::init_logging_to(
+                    metahooks::telemetry::LogFormat::Json,
+                    tracing_subscriber::EnvFilter::new(level),
+                    move || writer.clone(),
+                );
+                capture
+            })
+            .clone()
     }
 
     /// Everything logged so far.
