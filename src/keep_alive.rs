@@ -11,9 +11,10 @@
 //! of that byte; and a new connection must bring its first request within
 //! `--header-read-timeout` whatever its protocol, since hyper's protocol detection and its
 //! HTTP/2 server wait for ever. An HTTP/2 connection with no request open for `--idle-timeout`
-//! is asked to close (a `GOAWAY`, which Go clients honour without losing a request) and given
-//! `--header-read-timeout` to do so, since a peer that has gone away never answers the `PING`
-//! that ends hyper's graceful close.
+//! is asked to close (a `GOAWAY`, which Go clients honour without losing a request); once its
+//! requests are answered, a peer sent a `GOAWAY` (idle, or at the drain) has
+//! `--header-read-timeout` to close, since one that has gone away never answers the `PING` that
+//! ends hyper's graceful close.
 
 use hyper::rt::{Sleep, Timer};
 use std::future::Future;
@@ -80,15 +81,32 @@ impl Activity {
         if !self.http2.load(Ordering::Relaxed) {
             std::future::pending::<()>().await;
         }
-        let idle_ms = waits.idle.as_millis() as u64;
+        self.none_open_for(waits.idle, 0).await;
+        Quiet::IdleHttp2
+    }
+
+    /// Ends when, over HTTP/2, a peer sent a GOAWAY now has not closed the connection within
+    /// `wait` of its last answer (or of now): hyper's graceful close waits for the peer to answer
+    /// a PING, which a peer that has gone never does. Never ends for HTTP/1, which closes once
+    /// its answer is written.
+    pub async fn goaway_unheeded(&self, wait: Duration) {
+        if !self.http2.load(Ordering::Relaxed) {
+            std::future::pending::<()>().await;
+        }
+        self.none_open_for(wait, self.millis()).await;
+    }
+
+    /// Ends once no HTTP/2 request is open and the last answer, or `from_ms`, is `wait` ago.
+    async fn none_open_for(&self, wait: Duration, from_ms: u64) {
+        let wait_ms = wait.as_millis() as u64;
         loop {
-            let mut wake = self.millis() + idle_ms;
+            let mut wake = self.millis() + wait_ms;
             if self.open.load(Ordering::Relaxed) == 0 {
-                let quiet_until = self.quiet_since.load(Ordering::Relaxed) + idle_ms;
-                if self.millis() >= quiet_until {
-                    return Quiet::IdleHttp2;
+                let until = self.quiet_since.load(Ordering::Relaxed).max(from_ms) + wait_ms;
+                if self.millis() >= until {
+                    return;
                 }
-                wake = quiet_until;
+                wake = until;
             }
             tokio::time::sleep_until(self.began + Duration::from_millis(wake)).await;
         }

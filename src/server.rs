@@ -292,28 +292,26 @@ async fn serve_connection<I>(
     let io = TokioIo::new(Marked::new(io, activity.clone()));
     let conn = builder.serve_connection(io, Noting::new(service, activity.clone()));
     tokio::pin!(conn);
-    let drained = tokio::select! {
+    tokio::select! {
         served = conn.as_mut() => return ended(served),
-        _ = draining.changed() => true,
+        _ = draining.changed() => {}
         quiet = activity.quiet(waits) => match quiet {
             Quiet::NoFirstRequest => {
                 tracing::debug!("no request within the header read timeout: connection closed");
                 return;
             }
-            Quiet::IdleHttp2 => false,
+            Quiet::IdleHttp2 => {
+                tracing::debug!("HTTP/2 connection idle for the idle timeout: asked to close");
+            }
         },
-    };
+    }
     // HTTP/1 closes at once if idle, else after the answer in progress; HTTP/2 sends GOAWAY and
     // ends once its open streams are answered and the peer has answered a PING.
     conn.as_mut().graceful_shutdown();
-    if drained {
-        // Bounded by the drain timeout, for all connections together.
-        ended(conn.await);
-    } else {
-        tracing::debug!("HTTP/2 connection idle for the idle timeout: asked to close");
-        match tokio::time::timeout(waits.head, conn).await {
-            Ok(served) => ended(served),
-            Err(_) => tracing::debug!("HTTP/2 connection not closed by its peer: dropped"),
+    tokio::select! {
+        served = conn => ended(served),
+        () = activity.goaway_unheeded(waits.head) => {
+            tracing::debug!("HTTP/2 connection not closed by its peer after a GOAWAY: dropped");
         }
     }
 }

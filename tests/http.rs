@@ -375,26 +375,6 @@ fn a_connection_without_a_request_is_closed() {
     }
 }
 
-/// A frame of HTTP/2 as it goes on the wire: length, type, flags, stream and payload.
-fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let mut frame = (payload.len() as u32).to_be_bytes()[1..].to_vec();
-    frame.extend([kind, flags]);
-    frame.extend(stream.to_be_bytes());
-    frame.extend(payload);
-    frame
-}
-
-/// The types of the HTTP/2 frames in `bytes`, which begin at a frame.
-fn h2_frame_types(mut bytes: &[u8]) -> Vec<u8> {
-    let mut types = Vec::new();
-    while bytes.len() >= 9 {
-        let length = u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]) as usize;
-        types.push(bytes[3]);
-        bytes = &bytes[(9 + length).min(bytes.len())..];
-    }
-    types
-}
-
 /// An HTTP/2 connection that has had no request open for the idle timeout is asked to close
 /// with a GOAWAY, and one whose peer does not answer the PING that follows (a peer that has
 /// gone away) is closed the header read timeout later: hyper's HTTP/2 server waits for ever.
@@ -402,19 +382,11 @@ fn h2_frame_types(mut bytes: &[u8]) -> Vec<u8> {
 fn an_idle_http2_connection_is_closed_even_when_its_peer_is_gone() {
     let server = TestServer::start(&["--header-read-timeout", "300ms", "--idle-timeout", "1s"]);
     let mut s = server.connect();
-    // GET /healthz, its header block coded by the static table (HPACK, RFC 7541).
-    let mut head = vec![0x82, 0x86, 0x44, 0x08];
-    head.extend(b"/healthz");
-    head.extend([0x41, 0x01, b'x']);
-    let mut sent = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
-    sent.extend(h2_frame(0x4, 0, 0, &[]));
-    // END_STREAM | END_HEADERS, on stream 1.
-    sent.extend(h2_frame(0x1, 0x5, 1, &head));
-    s.write_all(&sent).unwrap();
+    s.write_all(&common::h2_get_healthz()).unwrap();
     let (closed, received) = closed_after_reading(&mut s);
     let closed = closed.expect("closed before the stream's 20 s read timeout");
     // SETTINGS, HEADERS of the answer, GOAWAY and its PING; never answered.
-    let types = h2_frame_types(&received);
+    let types = common::h2_frame_types(&received);
     for (kind, name) in [(0x1, "HEADERS"), (0x7, "GOAWAY"), (0x6, "PING")] {
         assert!(types.contains(&kind), "no {name} in {types:?}");
     }

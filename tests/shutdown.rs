@@ -74,6 +74,28 @@ fn second_signal_exits_at_once() {
     assert_eq!(wait_exit(&mut bin.child, Duration::from_secs(3)), Some(1));
 }
 
+/// An HTTP/2 peer that has gone (it answers nothing, not even the GOAWAY's PING) holds the drain
+/// for the header read timeout after its last answer, not for the drain timeout.
+#[test]
+fn a_gone_http2_peer_does_not_hold_the_drain() {
+    let mut bin = Binary::start(&["--drain-timeout", "20s", "--header-read-timeout", "300ms"]);
+    let mut gone = TcpStream::connect(bin.addr).unwrap();
+    gone.write_all(&common::h2_get_healthz()).unwrap();
+    // Until the answer's HEADERS.
+    let mut received = Vec::new();
+    let mut buf = [0u8; 512];
+    while !common::h2_frame_types(&received).contains(&0x1) {
+        let n = gone.read(&mut buf).unwrap();
+        assert!(n > 0, "closed before the answer");
+        received.extend_from_slice(&buf[..n]);
+    }
+    let signalled = Instant::now();
+    bin.signal("-TERM");
+    assert_eq!(wait_exit(&mut bin.child, Duration::from_secs(10)), Some(0));
+    let took = signalled.elapsed();
+    assert!(took < Duration::from_secs(5), "exited after {took:?}");
+}
+
 /// Sends a hook request on a connection kept alive and reads its answer.
 fn post_kept_alive(stream: &mut TcpStream, body: &[u8]) -> common::Reply {
     let head = post_head("/delete-graph/sync", "application/json", body.len())

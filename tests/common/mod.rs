@@ -294,6 +294,41 @@ impl Binary {
     }
 }
 
+/// A frame of HTTP/2 as it goes on the wire: length, type, flags, stream and payload.
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut frame = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    frame.extend([kind, flags]);
+    frame.extend(stream.to_be_bytes());
+    frame.extend(payload);
+    frame
+}
+
+/// An HTTP/2 client's first bytes, written by hand: the preface, a SETTINGS frame and a
+/// `GET /healthz` on stream 1. A test that then reads and never writes plays a peer that has
+/// gone (it answers no PING).
+pub fn h2_get_healthz() -> Vec<u8> {
+    // The header block coded by the static table (HPACK, RFC 7541).
+    let mut head = vec![0x82, 0x86, 0x44, 0x08];
+    head.extend(b"/healthz");
+    head.extend([0x41, 0x01, b'x']);
+    let mut sent = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    sent.extend(h2_frame(0x4, 0, 0, &[]));
+    // END_STREAM | END_HEADERS.
+    sent.extend(h2_frame(0x1, 0x5, 1, &head));
+    sent
+}
+
+/// The types of the HTTP/2 frames in `bytes`, which begin at a frame.
+pub fn h2_frame_types(mut bytes: &[u8]) -> Vec<u8> {
+    let mut types = Vec::new();
+    while bytes.len() >= 9 {
+        let length = u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]) as usize;
+        types.push(bytes[3]);
+        bytes = &bytes[(9 + length).min(bytes.len())..];
+    }
+    types
+}
+
 /// A tracing writer collecting every log line into one buffer, for tests that read the logs.
 #[derive(Clone, Default)]
 pub struct LogCapture(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
