@@ -200,7 +200,7 @@ where
 
     fn call(&self, request: hyper::Request<B>) -> Self::Future {
         let activity = &self.activity;
-        // Only an HTTP/2 connection's idle wait counts its open requests.
+        // Only HTTP/2's waits (for idleness, and after a GOAWAY) count open requests.
         let open = (request.version() == hyper::Version::HTTP_2).then(|| {
             activity.http2.store(true, Ordering::Relaxed);
             activity.open.fetch_add(1, Ordering::Relaxed);
