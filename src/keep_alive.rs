@@ -4,17 +4,16 @@
 //! request, so a kept-alive connection was closed after `--header-read-timeout` (5 s) without a
 //! request, while the Go clients that call metahooks keep an idle connection for 90 s (the API
 //! server; Metacontroller over plain HTTP) or for ever (Metacontroller with a `caBundle`). Every
-//! such close raced the client's next request on that connection, and Go does not send a POST
-//! again once it has written it: Metacontroller logged an `EOF` sync error, and the API server,
-//! where it calls over HTTP/1.1, failed the admission call. Here a connection that has served a request waits `--idle-timeout` for
-//! the first byte of the next; a request's head must then come within `--header-read-timeout`
-//! of that byte; and a new connection must bring its first request within
-//! `--header-read-timeout` whatever its protocol, since hyper's protocol detection and its
-//! HTTP/2 server wait for ever. An HTTP/2 connection with no request open for `--idle-timeout`
-//! is asked to close (a `GOAWAY`, which Go clients honour without losing a request); once its
-//! requests are answered, a peer sent a `GOAWAY` (idle, or at the drain) has
-//! `--header-read-timeout` to close, since one that has gone away never answers the `PING` that
-//! ends hyper's graceful close.
+//! such close raced the client's next request on that connection, and Go does not send a POST again
+//! once it has written it: Metacontroller logged an `EOF` sync error, and the API server, where it
+//! calls over HTTP/1.1, failed the admission call. Here a connection that has served a request
+//! waits `--idle-timeout` for the first byte of the next; a request's head must then come within
+//! `--header-read-timeout` of that byte; and a new connection must bring its first request within
+//! `--header-read-timeout` whatever its protocol, since hyper's protocol detection and its HTTP/2
+//! server wait for ever. An HTTP/2 connection with no request open for `--idle-timeout` is asked to
+//! close (a `GOAWAY`, which Go clients honour without losing a request); once its requests are
+//! answered, a peer sent a `GOAWAY` (idle, or at the drain) has `--header-read-timeout` to close,
+//! since one that has gone away never answers the `PING` that ends hyper's graceful close.
 
 use hyper::rt::{Sleep, Timer};
 use std::future::Future;

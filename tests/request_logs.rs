@@ -100,8 +100,7 @@ fn a_connection_that_fails_or_brings_no_request_is_logged_at_debug() {
     // Not HTTP: hyper answers 400 and the connection ends with its parse error.
     let mut garbage = server.connect();
     garbage.write_all(b"\x01\x02 nonsense\r\n\r\n").unwrap();
-    let mut rest = Vec::new();
-    let _ = garbage.read_to_end(&mut rest);
+    let _ = garbage.read_to_end(&mut Vec::new());
     let failed = await_lines_with(&capture, "connection ended with an error");
     let Some((_, line)) = failed.first() else {
         panic!("no failed connection logged: {}", capture.text());
@@ -113,7 +112,7 @@ fn a_connection_that_fails_or_brings_no_request_is_logged_at_debug() {
     );
 
     let mut silent = server.connect();
-    let _ = silent.read_to_end(&mut rest);
+    let _ = silent.read_to_end(&mut Vec::new());
     let closed = await_lines_with(
         &capture,
         "no request within the header read timeout: connection closed",
