@@ -59,16 +59,10 @@ fn list_prints_one_row_per_hook() {
 /// `-` and no file both read the request from stdin.
 #[test]
 fn run_reads_the_request_from_stdin() {
-    let request = std::fs::read(common::fixture(
-        "app-discovery/mutate-adds-label.request.json",
+    let request = common::fixture("app-discovery/mutate-adds-label.request.json");
+    let expected: serde_json::Value = serde_json::from_slice(&common::fixture(
+        "app-discovery/mutate-adds-label.response.json",
     ))
-    .unwrap();
-    let expected: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(common::fixture(
-            "app-discovery/mutate-adds-label.response.json",
-        ))
-        .unwrap(),
-    )
     .unwrap();
     for args in [
         &["run", "app-discovery/mutate", "-"][..],

@@ -70,7 +70,7 @@ async fn refused_at(route: &str, body: &serde_json::Value, case: &str) -> String
 /// first does.
 #[tokio::test]
 async fn every_fixture_pair_matches_its_golden_response() {
-    let root = common::fixture("");
+    let root = common::fixture_path("");
     let app = fixture_router();
     let mut checked = 0;
     let mut failures = Vec::new();
@@ -212,7 +212,7 @@ fn golden_responses_hold_only_contract_fields_and_no_floats() {
     let mut checked = 0;
     for hook in HOOKS {
         let (controller, name) = hook.id.split_once('/').unwrap();
-        let dir = common::fixture(controller);
+        let dir = common::fixture_path(controller);
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -252,7 +252,7 @@ fn golden_responses_hold_only_contract_fields_and_no_floats() {
 /// The request fixtures of `hook`, sorted: `fixtures/<controller>/<hook>-<case>.request.json`.
 fn request_fixtures(hook: &Hook) -> Vec<PathBuf> {
     let (controller, name) = hook.id.split_once('/').unwrap();
-    let Ok(entries) = std::fs::read_dir(common::fixture(controller)) else {
+    let Ok(entries) = std::fs::read_dir(common::fixture_path(controller)) else {
         return Vec::new();
     };
     let mut files: Vec<PathBuf> = entries

@@ -7,7 +7,7 @@ use common::{get, post, TestServer};
 use serde_json::Value;
 
 fn fixture_json(file: &str) -> Value {
-    serde_json::from_slice(&std::fs::read(common::fixture(file)).unwrap()).unwrap()
+    serde_json::from_slice(&common::fixture(file)).unwrap()
 }
 
 fn assert_clear_400(server: &TestServer, route: &str, body: &[u8], what: &str) {
@@ -29,10 +29,7 @@ fn assert_clear_400(server: &TestServer, route: &str, body: &[u8], what: &str) {
 #[test]
 fn hostile_bodies_get_a_clear_400_on_every_route() {
     let server = TestServer::start(&[]);
-    let fixture = std::fs::read(common::fixture(
-        "app-discovery/sync-multi-service-due-creates-app.request.json",
-    ))
-    .unwrap();
+    let fixture = common::fixture("app-discovery/sync-multi-service-due-creates-app.request.json");
     let deep = format!(
         "{{\"parent\": {}{}}}",
         "[".repeat(10_000),

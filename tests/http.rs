@@ -11,18 +11,12 @@ const HOOK: &str = "/delete-graph/sync";
 const ADMISSION: &str = "/delete-graph/validate";
 
 fn fixture_body() -> Vec<u8> {
-    std::fs::read(common::fixture(
-        "delete-graph/sync-chain-database-running.request.json",
-    ))
-    .unwrap()
+    common::fixture("delete-graph/sync-chain-database-running.request.json")
 }
 
 /// A review that `ADMISSION` allows.
 fn admission_review() -> Vec<u8> {
-    std::fs::read(common::fixture(
-        "delete-graph/validate-chain-allowed.request.json",
-    ))
-    .unwrap()
+    common::fixture("delete-graph/validate-chain-allowed.request.json")
 }
 
 #[test]
@@ -239,10 +233,7 @@ fn request_bytes_over_the_budget_are_429_with_retry_after() {
     assert_eq!(post(&server, HOOK, b"{}").status, 400);
     // Admission is not counted (the API server would take a 429 as a failed call): a review
     // larger than what is left is answered.
-    let review = std::fs::read(common::fixture(
-        "delete-graph/validate-invalid-spec-denied.request.json",
-    ))
-    .unwrap();
+    let review = common::fixture("delete-graph/validate-invalid-spec-denied.request.json");
     assert!(review.len() > 2048);
     assert_eq!(post(&server, "/delete-graph/validate", &review).status, 200);
     slow.write_all(&body[10..]).unwrap();

@@ -21,21 +21,17 @@ fn lines_with(capture: &LogCapture, message: &str) -> Vec<(String, Value)> {
         .collect()
 }
 
-fn fixture(path: &str) -> Vec<u8> {
-    std::fs::read(format!("{}/fixtures/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
-}
-
 #[test]
 fn each_request_is_logged_under_a_span_naming_its_route_and_object() {
     let capture = LogCapture::install("debug");
     let server = common::TestServer::start(&[]);
 
-    let sync = fixture("app-discovery/sync-invalid-timeout.request.json");
+    let sync = common::fixture("app-discovery/sync-invalid-timeout.request.json");
     assert_eq!(
         common::post(&server, "/app-discovery/sync", &sync).status,
         200
     );
-    let review = fixture("app-discovery/mutate-adds-label.request.json");
+    let review = common::fixture("app-discovery/mutate-adds-label.request.json");
     assert_eq!(
         common::post(&server, "/app-discovery/mutate", &review).status,
         200

@@ -21,10 +21,7 @@ fn wait_exit(child: &mut Child, within: Duration) -> Option<i32> {
 }
 
 fn body() -> Vec<u8> {
-    std::fs::read(common::fixture(
-        "delete-graph/sync-chain-database-running.request.json",
-    ))
-    .unwrap()
+    common::fixture("delete-graph/sync-chain-database-running.request.json")
 }
 
 #[test]

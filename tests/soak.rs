@@ -27,23 +27,22 @@ fn connections() -> usize {
 
 /// The requests of the mix: (route, body, expected status, expected children count).
 fn mix() -> Vec<(&'static str, Vec<u8>, u16, Option<usize>)> {
-    let f = |p: &str| std::fs::read(common::fixture(p)).unwrap();
     vec![
         (
             "/delete-graph/sync",
-            f("delete-graph/sync-chain-all-running.request.json"),
+            common::fixture("delete-graph/sync-chain-all-running.request.json"),
             200,
             Some(3),
         ),
         (
             "/app-discovery/sync",
-            f("app-discovery/sync-multi-service-due-creates-app.request.json"),
+            common::fixture("app-discovery/sync-multi-service-due-creates-app.request.json"),
             200,
             Some(1),
         ),
         (
             "/delete-graph/validate",
-            f("delete-graph/validate-cycle-denied.request.json"),
+            common::fixture("delete-graph/validate-cycle-denied.request.json"),
             200,
             None,
         ),
@@ -205,10 +204,7 @@ fn certificate_swapped_kubelet_style_in_the_middle_of_the_load_fails_no_request(
         "4096",
     ]);
     let addr = server.https.unwrap();
-    let body = std::fs::read(common::fixture(
-        "delete-graph/sync-chain-all-running.request.json",
-    ))
-    .unwrap();
+    let body = common::fixture("delete-graph/sync-chain-all-running.request.json");
     let mut raw = post_head("/delete-graph/sync", "application/json", body.len()).into_bytes();
     raw.extend_from_slice(&body);
     let raw = Arc::new(raw);
@@ -268,12 +264,9 @@ fn certificate_swapped_kubelet_style_in_the_middle_of_the_load_fails_no_request(
 fn sigterm_in_the_middle_of_the_load_answers_every_request_it_accepted() {
     let mut bin = common::Binary::start(&["--max-in-flight", "4096"]);
     let addr = bin.addr;
-    let body = Arc::new(
-        std::fs::read(common::fixture(
-            "delete-graph/sync-chain-all-running.request.json",
-        ))
-        .unwrap(),
-    );
+    let body = Arc::new(common::fixture(
+        "delete-graph/sync-chain-all-running.request.json",
+    ));
     let (answered, broken) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let handles: Vec<_> = (0..connections().min(32))
         .map(|_| {

@@ -241,11 +241,11 @@ fn the_certificate_in_service_has_its_expiry_in_metrics_and_a_near_end_is_logged
 fn admission_reviews_are_answered_over_http2() {
     let server = TestServer::start(&["--tls-self-signed"]);
     let addr = server.https.unwrap();
-    let fixture = |name: &str| std::fs::read(common::fixture(name)).unwrap();
-    let review = fixture("delete-graph/validate-cycle-denied.request.json");
-    let golden: serde_json::Value =
-        serde_json::from_slice(&fixture("delete-graph/validate-cycle-denied.response.json"))
-            .unwrap();
+    let review = common::fixture("delete-graph/validate-cycle-denied.request.json");
+    let golden: serde_json::Value = serde_json::from_slice(&common::fixture(
+        "delete-graph/validate-cycle-denied.response.json",
+    ))
+    .unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -212,11 +212,17 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// The path of a fixture file under `fixtures/`.
-pub fn fixture(rel: &str) -> std::path::PathBuf {
+/// The path of a file or directory under `fixtures/`.
+pub fn fixture_path(rel: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
         .join(rel)
+}
+
+/// The bytes of a fixture file under `fixtures/`.
+pub fn fixture(rel: &str) -> Vec<u8> {
+    let path = fixture_path(rel);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
 /// The real `metahooks serve` binary on a loopback port-0 listener with JSON logs (stderr is
