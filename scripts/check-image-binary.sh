@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make image-check`: runs the binary the container image ships as the image runs it, without a
 # container runtime: alone in an empty root directory (chroot, so it needs root), as user 65532,
-# with the Deployment's serve flags (on loopback ports) and a certificate from `metahooks certs`
+# with the Deployment's serve flags (its listen addresses on other ports, reached over IPv4
+# loopback, which a dual-stack `[::]` listener must take) and a certificate from `metahooks certs`
 # where the Deployment mounts it. It must get ready, answer a hook over HTTP and over HTTPS (the
 # certificate checked against the caBundle under the name the API server dials), issue leaf
 # certificates (the crypto in the static binary) over HTTPS under the name in cert-rotation's
@@ -20,8 +21,10 @@ cp "$bin" "$root/metahooks"
 # A Secret volume's files: readable by everyone (defaultMode 0644), owned by root.
 install -m 0644 "$work/certs/tls.crt" "$work/certs/tls.key" "$root/etc/metahooks/tls/"
 
-# The Deployment's serve flags, the listeners moved to loopback ports and the shutdown delay
-# shortened to 1 s; the certificate paths are the Deployment's mount.
+# The Deployment's serve flags, the listeners' ports changed and the shutdown delay shortened to
+# 1 s; the certificate paths are the Deployment's mount. The listeners keep the Deployment's
+# address (`[::]`, on every interface for the few seconds of the check): 127.0.0.1 reaches them
+# only if they took IPv4 as well, or fell back to it where the kernel has no IPv6.
 http=127.0.0.1:18280 https=127.0.0.1:18643 host=metahooks.metahooks-system.svc
 metacontroller_host=$(sed -n 's#^ *url: https://\([^/:]*\)/cert-rotation/sync$#\1#p' \
   manifests/cert-rotation/compositecontroller.yaml)
@@ -30,8 +33,8 @@ metacontroller_host=$(sed -n 's#^ *url: https://\([^/:]*\)/cert-rotation/sync$#\
 flags=()
 while read -r flag; do
   case $flag in
-    --listen=*) flags+=("--listen=$http") ;;
-    --tls-listen=*) flags+=("--tls-listen=$https") ;;
+    --listen=*) flags+=("${flag%:*}:${http##*:}") ;;
+    --tls-listen=*) flags+=("${flag%:*}:${https##*:}") ;;
     --shutdown-delay=*) flags+=(--shutdown-delay=1s) ;;
     *) flags+=("$flag") ;;
   esac
