@@ -32,6 +32,11 @@
    object unchanged) may leave out only calls that the hook answers by allowing the object
    unchanged, must leave out at least one fixture (so that one shows what it is for), and must
    not fail to evaluate (the API server would then apply the failurePolicy).
+11. Renders manifests/network-policy (opt-in) and checks that its NetworkPolicy selects the
+   metahooks Pods and restricts their ingress, leaving the port of `--tls-listen` open to every
+   source (the API server's calls come from the control plane's addresses), the port of every
+   Metacontroller hook open to Metacontroller's namespace, and `/metrics` to someone, while the
+   port of `--listen` (every route, no authentication) is not open to every source.
 """
 import glob
 import json
@@ -61,6 +66,9 @@ BUILTIN_RESOURCES = {("v1", "pods"), ("v1", "configmaps"), ("v1", "secrets")}
 SECRETS = ("v1", "secrets")
 # The webhook CA that Metacontroller checks metahooks' certificate against (README, Deploying).
 CA_CONFIGMAP = {"name": "metahooks-ca", "namespace": "metahooks-system", "key": "ca.crt"}
+# Where Metacontroller's own manifests install it, and the label every namespace has its name in.
+METACONTROLLER_NAMESPACE = "metacontroller"
+NAMESPACE_NAME = "kubernetes.io/metadata.name"
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 errors = []
 
@@ -84,6 +92,7 @@ for source, obj in objects:
         fail(f"{source}: CustomResourceDefinition {obj['metadata']['name']}",
              f"is applied by the base; where Keptn runs it would replace Keptn's own (keep it in {ROOT}/keptn-crds)")
 objects += render(f"{ROOT}/keptn-crds")
+objects += render(f"{ROOT}/network-policy")
 for path in sorted(glob.glob(f"{ROOT}/examples/*.yaml")):
     with open(path) as f:
         objects += load_all(f.read(), path)
@@ -129,6 +138,7 @@ def check_hooks(where, hooks, expected, carries_secrets):
         host = re.sub(r"\.svc(\.cluster\.local)?$", "", parsed.hostname or "")
         service, _, namespace = host.partition(".")
         port = parsed.port or {"http": 80, "https": 443}.get(parsed.scheme)
+        metacontroller_calls.add((namespace, service, port))
         if port not in service_ports.get((namespace, service), set()):
             fail(where, f"hook {name} calls {parsed.netloc}, not a Service port of these manifests")
         if carries_secrets:
@@ -186,9 +196,14 @@ def check_resource(where, api_version, resource):
 
 
 service_ports = {}
+service_targets = {}  # (namespace, name, port) -> targetPort (a number or a container port's name)
+metacontroller_calls = set()  # (namespace, Service, port) of every Metacontroller hook
 for source, obj in objects:
     if obj.get("kind") == "Service":
-        service_ports[(obj["metadata"]["namespace"], obj["metadata"]["name"])] = {p["port"] for p in obj["spec"]["ports"]}
+        key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        service_ports[key] = {p["port"] for p in obj["spec"]["ports"]}
+        for p in obj["spec"]["ports"]:
+            service_targets[(*key, p["port"])] = p.get("targetPort", p["port"])
 
 for source, obj in objects:
     kind = obj.get("kind")
@@ -278,7 +293,7 @@ serve_flags = set(re.findall(r"^\s+(?:-\w, )?(--[a-z0-9-]+)", serve_help, re.MUL
 # Each flag's block runs to the next line that starts with a dash.
 serve_defaults = dict(re.findall(r"^\s+(--[a-z0-9-]+) <\w+>\n(?:(?!\s*-).*\n)*?\s+\[default: ([^\]]+)\]", serve_help, re.MULTILINE))
 version = subprocess.run([BINARY, "--version"], check=True, capture_output=True, text=True).stdout.split()[-1]
-servers = 0
+servers = []  # the Pods that run `metahooks serve`, for check 11
 for source, obj in objects:
     if obj.get("kind") != "Deployment":
         continue
@@ -287,7 +302,6 @@ for source, obj in objects:
         args = container.get("args", [])
         if not container.get("image", "").startswith("metahooks") or args[:1] != ["serve"]:
             continue
-        servers += 1
         where = f"{source}: Deployment {obj['metadata']['name']} container {container['name']}"
         if container["image"].rpartition(":")[2] != version:
             fail(where, f"runs image {container['image']}, not the tag of this build's version, {version}")
@@ -302,6 +316,7 @@ for source, obj in objects:
         if scrape_port is not None and scrape_port != listen.rpartition(":")[2]:
             fail(where, f"prometheus.io/port {scrape_port} is not the port of --listen {listen}, where /metrics is")
         container_ports = {str(port["containerPort"]) for port in container.get("ports", [])}
+        listener_ports = {}
         for flag in ("--listen", "--tls-listen"):
             address = given.get(flag) or serve_defaults.get(flag, "")
             host, _, port = address.rpartition(":")
@@ -309,12 +324,76 @@ for source, obj in objects:
                 fail(where, f"{flag} {address} does not listen on every address of both families ([::])")
             if port not in container_ports:
                 fail(where, f"{flag} {address} is on none of the container's ports {sorted(container_ports)}")
+            listener_ports[flag] = int(port) if port.isdigit() else None
         stop = sum(seconds(given.get(flag) or serve_defaults[flag]) for flag in ("--shutdown-delay", "--drain-timeout"))
         grace = pod.get("terminationGracePeriodSeconds", 30)
         if grace <= stop:
             fail(where, f"terminationGracePeriodSeconds {grace} is not longer than --shutdown-delay plus --drain-timeout ({stop:g} s)")
-if servers == 0:
+        servers.append({
+            "namespace": obj["metadata"]["namespace"],
+            "labels": obj["spec"]["template"]["metadata"].get("labels") or {},
+            "names": {port["name"]: port["containerPort"] for port in container.get("ports", []) if "name" in port},
+            "listen": listener_ports["--listen"],
+            "tls_listen": listener_ports["--tls-listen"],
+            "scrape": int(scrape_port) if scrape_port else None,
+        })
+if not servers:
     fail("manifests", "no Deployment runs `metahooks serve`")
+
+
+def port_admitted(rule, port, names):
+    """Whether an ingress rule takes TCP to container port `port` (`names`: port names to numbers)."""
+    return any(entry.get("protocol", "TCP") == "TCP" and ("port" not in entry or names.get(entry["port"], entry["port"]) == port)
+               for entry in rule.get("ports") or [{}])
+
+
+def source_admitted(rule, namespace):
+    """Whether an ingress rule takes every Pod of `namespace`, or every source when it is None."""
+    peers = rule.get("from") or []
+    if not peers:
+        return True
+    if namespace is None:
+        return False
+    for peer in peers:
+        selector = peer.get("namespaceSelector")
+        if selector is None or peer.get("podSelector") not in (None, {}) or selector.get("matchExpressions"):
+            continue
+        if all(key == NAMESPACE_NAME and value == namespace for key, value in (selector.get("matchLabels") or {}).items()):
+            return True
+    return False
+
+
+policies = [(source, obj) for source, obj in objects if obj.get("kind") == "NetworkPolicy"]
+if not policies:
+    fail(f"{ROOT}/network-policy", "holds no NetworkPolicy")
+for source, policy in policies:
+    where = f"{source}: NetworkPolicy {policy['metadata']['name']}"
+    spec = policy["spec"]
+    wanted = (spec.get("podSelector") or {}).get("matchLabels") or {}
+    selected = [server for server in servers if server["namespace"] == policy["metadata"]["namespace"]
+                and not (spec.get("podSelector") or {}).get("matchExpressions")
+                and all(server["labels"].get(k) == v for k, v in wanted.items())]
+    if not selected:
+        fail(where, "selects no Pod that runs `metahooks serve`")
+    if "Ingress" not in spec.get("policyTypes", ["Ingress"]):
+        fail(where, "does not restrict ingress (no Ingress in policyTypes)")
+    rules = spec.get("ingress") or []
+    for server in selected:
+        def admitted(port, namespace):
+            return any(port_admitted(rule, port, server["names"]) and source_admitted(rule, namespace) for rule in rules)
+        if not admitted(server["tls_listen"], None):
+            fail(where, f"does not take port {server['tls_listen']} (--tls-listen) from every source; "
+                 "the API server's admission calls come from the control plane's addresses")
+        if admitted(server["listen"], None):
+            fail(where, f"takes port {server['listen']} (--listen: every route, no authentication) from every source")
+        for namespace, service, port in sorted(metacontroller_calls):
+            target = service_targets.get((namespace, service, port))
+            target = server["names"].get(target, target)
+            if target is not None and not admitted(target, METACONTROLLER_NAMESPACE):
+                fail(where, f"keeps Metacontroller (namespace {METACONTROLLER_NAMESPACE}) from port {target}, "
+                     f"which its hooks call through {service}.{namespace}:{port}")
+        if server["scrape"] is not None and not any(port_admitted(rule, server["scrape"], server["names"]) for rule in rules):
+            fail(where, f"lets no one reach /metrics on port {server['scrape']} (prometheus.io/port)")
 
 for route in sorted(set(routes) - used_routes):
     fail("manifests", f"route {route} ({routes[route]}) is served but wired nowhere")
