@@ -207,21 +207,36 @@ async fn handle_hook(hook: &'static Hook, state: Arc<AppState>, req: Request) ->
     // The request's span is made once its fields are known, at the level of the one event it
     // holds: the JSON log format would parse and rewrite a span's fields on every later
     // `record`, and a span at `info` costs that formatting on every answer although answers
-    // are only logged at `debug`. The object's name is `object`: in a JSON line, `name` in a
-    // span is the span's own name.
+    // are only logged at `debug` (an admission request's denial at `info`). The object's name
+    // is `object`: in a JSON line, `name` in a span is the span's own name.
     match result {
-        Ok((response, subject)) => {
+        Ok(Answer {
+            response,
+            subject,
+            allowed,
+        }) => {
             let status = response.status().as_u16();
             let uid = (!subject.uid.is_empty()).then_some(subject.uid.as_str());
-            tracing::debug_span!(
-                "hook",
-                route = hook.id,
-                kind = subject.kind.as_str(),
-                namespace = subject.namespace.as_str(),
-                object = subject.name.as_str(),
-                uid
-            )
-            .in_scope(|| tracing::debug!(status, "answered"));
+            let operation = (!subject.operation.is_empty()).then_some(subject.operation.as_str());
+            macro_rules! span {
+                ($span:ident) => {
+                    tracing::$span!(
+                        "hook",
+                        route = hook.id,
+                        kind = subject.kind.as_str(),
+                        namespace = subject.namespace.as_str(),
+                        object = subject.name.as_str(),
+                        uid,
+                        operation,
+                        allowed
+                    )
+                };
+            }
+            if allowed == Some(false) {
+                span!(info_span).in_scope(|| tracing::info!(status, "denied"));
+            } else {
+                span!(debug_span).in_scope(|| tracing::debug!(status, "answered"));
+            }
             response
         }
         Err(ApiError::HookPanicked) => {
@@ -239,12 +254,17 @@ async fn handle_hook(hook: &'static Hook, state: Arc<AppState>, req: Request) ->
     }
 }
 
-/// The hook's answer to one request, and the object it was about (for the log span).
-async fn run_hook(
-    hook: &'static Hook,
-    state: &AppState,
-    req: Request,
-) -> Result<(Response, Subject), ApiError> {
+/// A hook's answer, with what the log line says of it.
+struct Answer {
+    response: Response,
+    /// The object the request was about.
+    subject: Subject,
+    /// Whether an admission request's object was allowed.
+    allowed: Option<bool>,
+}
+
+/// The hook's answer to one request.
+async fn run_hook(hook: &'static Hook, state: &AppState, req: Request) -> Result<Answer, ApiError> {
     let limits = &state.limits;
     if let (Some(tokens), false) = (&limits.bearer_tokens, hook.kind.is_admission()) {
         tokens.check(req.headers())?;
@@ -315,7 +335,11 @@ async fn run_hook(
     if let Some(tag) = tag {
         response.headers_mut().insert(header::ETAG, tag);
     }
-    Ok((response, output.subject))
+    Ok(Answer {
+        response,
+        subject: output.subject,
+        allowed: output.allowed,
+    })
 }
 
 /// `application/json`, with parameters, or any `application/*+json`.

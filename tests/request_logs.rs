@@ -1,7 +1,7 @@
 //! What a request leaves in the logs (the README's paragraph on logs): its span carries the
-//! route and the object the hook was about (kind, namespace, name as `object`, and the uid of an
-//! admission request); an answer is logged at `debug`, a rejection at `info` with its status,
-//! error and path. A connection that ends in an error, or brings no request, is logged at
+//! route and the object the hook was about (kind, namespace, name as `object`, and an admission
+//! request's uid, operation and whether it was allowed); an answer is logged at `debug`, an
+//! admission request's denial at `info`, a rejection at `info` with its status, error and path. A connection that ends in an error, or brings no request, is logged at
 //! `debug`. The logs are written as `--log-format json` writes them.
 
 mod common;
@@ -36,6 +36,11 @@ fn each_request_is_logged_under_a_span_naming_its_route_and_object() {
         common::post(&server, "/app-discovery/mutate", &review).status,
         200
     );
+    let cycle = common::fixture("delete-graph/validate-cycle-denied.request.json");
+    assert_eq!(
+        common::post(&server, "/delete-graph/validate", &cycle).status,
+        200
+    );
     let reply = common::post(&server, "/delete-graph/sync", br#"{"parent": 7}"#);
     assert_eq!(reply.status, 400);
 
@@ -55,15 +60,40 @@ fn each_request_is_logged_under_a_span_naming_its_route_and_object() {
     assert_eq!(sync_span["kind"], "AppDiscovery");
     assert_eq!(sync_span["namespace"], "podtato");
     assert_eq!(sync_span["object"], "discovery");
-    assert!(
-        sync_span.get("uid").is_none(),
-        "no uid for a Metacontroller hook: {sync_span}"
-    );
+    for admission_only in ["uid", "operation", "allowed"] {
+        assert!(
+            sync_span.get(admission_only).is_none(),
+            "no {admission_only} for a Metacontroller hook: {sync_span}"
+        );
+    }
     let review_span = span("app-discovery/mutate");
     assert_eq!(review_span["kind"], "KeptnAppCreationRequest");
     assert_eq!(review_span["namespace"], "podtato");
     assert_eq!(review_span["object"], "podtato-head");
     assert_eq!(review_span["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
+    assert_eq!(review_span["operation"], "CREATE");
+    assert_eq!(review_span["allowed"], true);
+
+    let denied = lines_with(&capture, "denied");
+    let [(_, line)] = denied.as_slice() else {
+        panic!("one denial logged: {denied:?}");
+    };
+    assert_eq!(line["level"], "INFO");
+    assert_eq!(line["status"], 200);
+    let denial_span = &line["span"];
+    assert_eq!(denial_span["route"], "delete-graph/validate");
+    assert_eq!(denial_span["kind"], "WorkloadSet");
+    assert_eq!(denial_span["namespace"], "shop");
+    assert_eq!(denial_span["object"], "shop");
+    assert_eq!(denial_span["uid"], "3b1c2f4e-5a6d-4e7f-8a9b-0c1d2e3f4a5b");
+    assert_eq!(denial_span["operation"], "CREATE");
+    assert_eq!(denial_span["allowed"], false);
+    assert!(
+        answered
+            .iter()
+            .all(|(_, l)| l["span"]["route"] != "delete-graph/validate"),
+        "a denial is logged once, as denied: {answered:?}"
+    );
 
     let rejected = lines_with(&capture, "rejected");
     let [(_, line)] = rejected.as_slice() else {

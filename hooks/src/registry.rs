@@ -2,7 +2,7 @@
 //! function, metrics and logs label requests with the id, and the manifests are checked against it.
 //! Adding a hook is one line here plus its module.
 
-use crate::contract::{encode, AdmissionRequest, ObjectMeta};
+use crate::contract::{encode, AdmissionRequest, AdmissionResponse, AdmissionReview, ObjectMeta};
 use crate::memo::Memo;
 use crate::RequestError;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate};
@@ -19,11 +19,14 @@ pub struct HookContext<'a> {
     pub memo: &'a Memo,
 }
 
-/// What a hook answers: the encoded response and what the request was about, for logs.
+/// What a hook answers: the encoded response and, for logs, what the request was about and
+/// whether an admission request's object was allowed.
 #[derive(Debug)]
 pub struct HookOutput {
     pub body: Vec<u8>,
     pub subject: Subject,
+    /// `response.allowed` of an admission answer; `None` for a Metacontroller hook.
+    pub allowed: Option<bool>,
 }
 
 impl HookOutput {
@@ -31,28 +34,44 @@ impl HookOutput {
         Ok(HookOutput {
             body: encode(response)?,
             subject,
+            allowed: None,
+        })
+    }
+
+    /// The answer to an admission review, in the review's own version.
+    pub fn admission<O>(
+        review: &AdmissionReview<O>,
+        response: AdmissionResponse,
+    ) -> Result<Self, RequestError> {
+        let allowed = response.allowed;
+        Ok(HookOutput {
+            body: encode(&response.into_review(review.version))?,
+            subject: Subject::admission(&review.request),
+            allowed: Some(allowed),
         })
     }
 }
 
 /// The object a request is about: the parent or target of a Metacontroller hook, or the object
-/// under admission (then `uid` is the admission request uid).
+/// under admission (then `uid` is the admission request uid and `operation` its operation).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Subject {
     pub kind: String,
     pub namespace: String,
     pub name: String,
     pub uid: String,
+    pub operation: String,
 }
 
 impl Subject {
-    /// The object under admission, with the admission request's uid.
-    pub fn admission<O>(req: &AdmissionRequest<O>) -> Self {
+    /// The object under admission, with the admission request's uid and operation.
+    fn admission<O>(req: &AdmissionRequest<O>) -> Self {
         Subject {
             kind: req.kind.kind.clone(),
             namespace: req.namespace.clone().unwrap_or_default(),
             name: req.name.clone().unwrap_or_default(),
             uid: req.uid.clone(),
+            operation: req.operation.clone(),
         }
     }
 
@@ -62,6 +81,7 @@ impl Subject {
             namespace: meta.namespace.as_deref().unwrap_or_default().to_owned(),
             name: meta.name.to_string(),
             uid: String::new(),
+            operation: String::new(),
         }
     }
 }
@@ -283,7 +303,7 @@ mod tests {
     }
 
     /// What a request's log line names: the parent, or the object under admission with the
-    /// admission's uid.
+    /// admission's uid and operation.
     #[test]
     fn subjects_name_the_parent_or_the_object_under_admission() {
         let run = |id: &str, request: serde_json::Value| {
@@ -299,7 +319,8 @@ mod tests {
                 kind: "WorkloadSet".into(),
                 namespace: "team".into(),
                 name: "shop".into(),
-                uid: String::new()
+                uid: String::new(),
+                operation: String::new()
             }
         );
         let review = run(
@@ -313,7 +334,8 @@ mod tests {
                 kind: "WorkloadSet".into(),
                 namespace: "team".into(),
                 name: "shop".into(),
-                uid: "u-1".into()
+                uid: "u-1".into(),
+                operation: "DELETE".into()
             }
         );
     }

@@ -49,7 +49,6 @@ pub fn sync_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestEr
 pub fn mutate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, RequestError> {
     let review: AdmissionReview<Value> = decode(body)?;
     let req = &review.request;
-    let subject = Subject::admission(req);
     let applies = req.operation == "CREATE"
         && req.kind.group == "lifecycle.keptn.sh"
         && req.kind.kind == "KeptnAppCreationRequest";
@@ -79,7 +78,7 @@ pub fn mutate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, Reques
         }
     }
     let response = AdmissionResponse::allow(&req.uid).with_patch(&ops);
-    HookOutput::json(subject, &response.into_review(review.version))
+    HookOutput::admission(&review, response)
 }
 
 #[cfg(test)]

@@ -52,7 +52,6 @@ fn answer(body: &[u8], ctx: &HookContext, teardown: bool) -> Result<HookOutput, 
 pub fn validate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, RequestError> {
     let review: AdmissionReview<Json> = decode(body)?;
     let req = &review.request;
-    let subject = Subject::admission(req);
     let response = admit(
         req.operation.as_str(),
         req.object.as_ref(),
@@ -60,7 +59,7 @@ pub fn validate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, Requ
         &req.kind.kind,
         &req.uid,
     );
-    HookOutput::json(subject, &response.into_review(review.version))
+    HookOutput::admission(&review, response)
 }
 
 fn admit(

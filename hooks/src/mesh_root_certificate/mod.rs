@@ -60,16 +60,14 @@ pub fn sync_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestEr
 pub fn validate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, RequestError> {
     let review: crate::contract::AdmissionReview<serde_json::Value> = decode(body)?;
     let response = admission::validate(&review.request);
-    let answer = response.into_review(review.version);
-    HookOutput::json(Subject::admission(&review.request), &answer)
+    HookOutput::admission(&review, response)
 }
 
 /// `POST /mesh-root-certificate/mutate`.
 pub fn mutate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, RequestError> {
     let review: crate::contract::AdmissionReview<serde_json::Value> = decode(body)?;
     let response = admission::mutate(&review.request);
-    let answer = response.into_review(review.version);
-    HookOutput::json(Subject::admission(&review.request), &answer)
+    HookOutput::admission(&review, response)
 }
 
 #[cfg(test)]
