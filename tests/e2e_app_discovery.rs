@@ -195,6 +195,77 @@ fn two_apps_with_different_windows() {
     assert_eq!(status["conditions"][0]["reason"], "Synced");
 }
 
+/// Keptn's lifecycle operator runs its own KeptnAppCreationRequest controller beside the
+/// AppDiscovery (README, "Beside Keptn's own discovery"). Where it acts first, at the end of its
+/// window, it creates the app, unowned but labelled `managed-by: keptn`, and deletes the request:
+/// the AppDiscovery then adopts that app and keeps it exactly as Keptn wrote it (both compute the
+/// same version). With Keptn's window set longer than the AppDiscovery's, as the README says,
+/// the next rollout's request is the AppDiscovery's to handle, and it updates that app in place.
+/// (In `lifecycle.keptn.sh/v1` a KeptnApp's spec is its version, revision and workloads.)
+#[test]
+fn an_app_made_by_keptns_own_controller_is_adopted_as_it_is_and_updated_later() {
+    let mut sim = sim();
+    workload(&mut sim, "podtato-head-entry", "podtato-head", "0.1.0");
+    workload(&mut sim, "podtato-head-hat", "podtato-head", "0.1.0");
+    request(&mut sim, "podtato-head", "podtato-head", false);
+    sim.run_until_quiet();
+
+    // Keptn's controller, 30 s on, before the AppDiscovery's strict "after 30 s": its app (the
+    // version is Keptn's hash of "podtato-head-entry-0.1.0podtato-head-hat-0.1.0"), then the
+    // request deleted.
+    sim.advance(30);
+    sim.apply(&json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnApp",
+        "metadata": {"name": "podtato-head", "namespace": NS,
+            "labels": {"app.kubernetes.io/managed-by": "keptn"}},
+        "spec": {"version": "c945ddbb36", "workloads": [{"name": "entry", "version": "0.1.0"}, {"name": "hat", "version": "0.1.0"}]}})
+        .to_string())
+        .unwrap();
+    sim.delete("KeptnAppCreationRequest", NS, "podtato-head")
+        .unwrap();
+    let made = app(&sim, "podtato-head").unwrap();
+    sim.run_until_quiet();
+    let adopted = app(&sim, "podtato-head").unwrap();
+    assert_eq!(
+        adopted["metadata"]["ownerReferences"][0]["kind"], "AppDiscovery",
+        "adopted"
+    );
+    assert_eq!(adopted["spec"], made["spec"], "kept as Keptn wrote it");
+    assert_eq!(
+        adopted["metadata"]["annotations"].get("traceparent"),
+        None,
+        "no traceparent added to an app the AppDiscovery did not create"
+    );
+    let status = &sim.get("AppDiscovery", NS, "discovery").unwrap()["status"];
+    assert_eq!(
+        status["apps"],
+        json!({"podtato-head": {"version": "c945ddbb36", "workloads": 2}})
+    );
+
+    // The next rollout, with Keptn's window longer: the AppDiscovery's request to handle.
+    workload(&mut sim, "podtato-head-hat", "podtato-head", "0.2.0");
+    request(&mut sim, "podtato-head-2", "podtato-head", false);
+    sim.advance(31);
+    sim.run_until_quiet();
+    let updated = app(&sim, "podtato-head").unwrap();
+    assert_eq!(
+        updated["spec"]["version"], "4c2e476bf6",
+        "Keptn's hash of \"podtato-head-entry-0.1.0podtato-head-hat-0.2.0\""
+    );
+    assert_eq!(
+        updated["spec"]["workloads"],
+        json!([{"name": "entry", "version": "0.1.0"}, {"name": "hat", "version": "0.2.0"}])
+    );
+    assert_eq!(updated["spec"]["revision"], 1, "the CRD default, kept");
+    assert_eq!(
+        updated["metadata"]["uid"], made["metadata"]["uid"],
+        "updated in place"
+    );
+    assert!(sim
+        .get("KeptnAppCreationRequest", NS, "podtato-head-2")
+        .is_none());
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
 /// While the API server cannot reach metahooks, Keptn's pod webhook still creates its request:
 /// the labelling webhook's `failurePolicy: Ignore` admits it unlabelled (with `Fail`, the create
 /// would fail, and Keptn's webhook would refuse the Pod it was admitting). The AppDiscovery does
