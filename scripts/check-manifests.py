@@ -335,7 +335,7 @@ for source, obj in objects:
             "names": {port["name"]: port["containerPort"] for port in container.get("ports", []) if "name" in port},
             "listen": listener_ports["--listen"],
             "tls_listen": listener_ports["--tls-listen"],
-            "scrape": int(scrape_port) if scrape_port else None,
+            "scrape": int(scrape_port) if (scrape_port or "").isdigit() else None,
         })
 if not servers:
     fail("manifests", "no Deployment runs `metahooks serve`")
