@@ -3,6 +3,7 @@ CARGO ?= cargo
 LISTEN ?= 127.0.0.1:8080
 PYTHON ?= python3
 VENV ?= target/venv
+PROMTOOL ?= target/tools/promtool
 
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
@@ -89,14 +90,25 @@ bench-instructions:
 ## Render manifests/ and validate every object offline (Kubernetes schemas, our CRD schemas,
 ## routes and hook kinds against `metahooks list`, webhook matchConditions against the fixtures).
 ## Needs kubectl (for kustomize) and python3.
-manifests-check: $(VENV)/installed.txt
+manifests-check: $(VENV)/installed.txt $(PROMTOOL)
 	$(CARGO) build --quiet
-	$(VENV)/bin/python scripts/check-manifests.py manifests target/debug/metahooks
+	$(VENV)/bin/python scripts/check-manifests.py manifests target/debug/metahooks $(PROMTOOL)
 
 $(VENV)/installed.txt: scripts/manifests-check-requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet -r $<
 	cp $< $@
+
+## promtool, for the alerts of manifests/monitoring: taken out of Debian's prometheus package
+## (19 MB) rather than installed with it, which would bring a server, a web UI and a system user.
+$(PROMTOOL):
+	mkdir -p $(@D)/prometheus-deb
+	apt-get update -qq
+	cd $(@D)/prometheus-deb && apt-get download prometheus
+	dpkg-deb -x $(@D)/prometheus-deb/prometheus_*.deb $(@D)/prometheus-deb/root
+	cp $(@D)/prometheus-deb/root/usr/bin/promtool $@
+	rm -rf $(@D)/prometheus-deb
+	$@ --version | head -1
 
 ## Build the container image's binary (static, glibc: scripts/image-binary.sh, as the Dockerfile
 ## does) and run it alone in an empty root directory as the image runs it (needs root: chroot).

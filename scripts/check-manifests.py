@@ -37,13 +37,25 @@
    source (the API server's calls come from the control plane's addresses), the port of every
    Metacontroller hook open to Metacontroller's namespace, and `/metrics` to someone, while the
    port of `--listen` (every route, no authentication) is not open to every source.
+12. Renders manifests/monitoring (opt-in, for the Prometheus Operator) and checks that its
+   PodMonitor scrapes /metrics on the port of `--listen` of the metahooks Pods, under the job
+   its alerts name; that the Prometheus it binds a Role to may list those Pods and reach that
+   port through the NetworkPolicy; that every metric and label its alerts read is one the
+   server exports (a `metahooks serve` started here, its /metrics linted by `promtool check
+   metrics`); and that the PrometheusRule's groups pass `promtool check rules` and the cases of
+   scripts/alerts-test.yaml (`promtool test rules`), which test every alert.
 """
 import glob
 import json
 import os
 import re
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import time
+import urllib.request
 from urllib.parse import urlparse
 
 import celpy
@@ -62,6 +74,8 @@ PART_OF = "app.kubernetes.io/part-of"
 KEPTN_GROUP = "lifecycle.keptn.sh"
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "manifests"
 BINARY = sys.argv[2] if len(sys.argv) > 2 else "target/debug/metahooks"
+PROMTOOL = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 else shutil.which("promtool") or "promtool"
+ALERT_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "alerts-test.yaml")
 BUILTIN_RESOURCES = {("v1", "pods"), ("v1", "configmaps"), ("v1", "secrets")}
 SECRETS = ("v1", "secrets")
 # The webhook CA that Metacontroller checks metahooks' certificate against (README, Deploying).
@@ -69,6 +83,7 @@ CA_CONFIGMAP = {"name": "metahooks-ca", "namespace": "metahooks-system", "key": 
 # Where Metacontroller's own manifests install it, and the label every namespace has its name in.
 METACONTROLLER_NAMESPACE = "metacontroller"
 NAMESPACE_NAME = "kubernetes.io/metadata.name"
+MONITORING_GROUP = "monitoring.coreos.com"
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 errors = []
 
@@ -93,6 +108,7 @@ for source, obj in objects:
              f"is applied by the base; where Keptn runs it would replace Keptn's own (keep it in {ROOT}/keptn-crds)")
 objects += render(f"{ROOT}/keptn-crds")
 objects += render(f"{ROOT}/network-policy")
+objects += render(f"{ROOT}/monitoring")
 for path in sorted(glob.glob(f"{ROOT}/examples/*.yaml")):
     with open(path) as f:
         objects += load_all(f.read(), path)
@@ -249,6 +265,8 @@ for source, obj in objects:
             check_match_conditions(f"{where} webhook {hook['name']}", hook, path)
             if svc.get("port", 443) not in service_ports.get((svc["namespace"], svc["name"]), set()):
                 fail(where, f"webhook {hook['name']} calls Service {svc['namespace']}/{svc['name']}:{svc.get('port', 443)}, which these manifests do not define")
+    if group == MONITORING_GROUP:  # the Prometheus Operator's kinds: check 12
+        continue
     if (group, kind, version) in crds:
         schema = strip_k8s(crds[(group, kind, version)][0])
         # A CRD schema may constrain only metadata.name (and generateName) in metadata.
@@ -364,6 +382,7 @@ def source_admitted(rule, namespace):
 
 
 policies = [(source, obj) for source, obj in objects if obj.get("kind") == "NetworkPolicy"]
+policed = []  # (where, server, ingress rules) of each NetworkPolicy and Pod it selects, for check 12
 if not policies:
     fail(f"{ROOT}/network-policy", "holds no NetworkPolicy")
 for source, policy in policies:
@@ -379,6 +398,8 @@ for source, policy in policies:
         fail(where, "does not restrict ingress (no Ingress in policyTypes)")
     rules = spec.get("ingress") or []
     for server in selected:
+        policed.append((where, server, rules))
+
         def admitted(port, namespace):
             return any(port_admitted(rule, port, server["names"]) and source_admitted(rule, namespace) for rule in rules)
         if not admitted(server["tls_listen"], None):
@@ -394,6 +415,138 @@ for source, policy in policies:
                      f"which its hooks call through {service}.{namespace}:{port}")
         if server["scrape"] is not None and not any(port_admitted(rule, server["scrape"], server["names"]) for rule in rules):
             fail(where, f"lets no one reach /metrics on port {server['scrape']} (prometheus.io/port)")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def exported_metrics():
+    """The label names of each sample name in the /metrics of a `metahooks serve` started here,
+    with HTTPS (for the certificate's expiry) and after one hook request; `promtool check
+    metrics` lints the text on the way."""
+    http, https = free_port(), free_port()
+    server = subprocess.Popen([BINARY, "serve", f"--listen=127.0.0.1:{http}", f"--tls-listen=127.0.0.1:{https}",
+                               "--tls-self-signed"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{http}"
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"{base}/readyz", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.05)
+        with open(os.path.join(FIXTURES, "delete-graph", "sync-chain-database-running.request.json"), "rb") as f:
+            urllib.request.urlopen(urllib.request.Request(f"{base}/delete-graph/sync", data=f.read(),
+                                                          headers={"Content-Type": "application/json"}), timeout=5)
+        text = urllib.request.urlopen(f"{base}/metrics", timeout=5).read().decode()
+    finally:
+        server.terminate()
+        server.wait()
+    lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True)
+    if lint.returncode != 0 or lint.stdout.strip():
+        fail(f"{BINARY} /metrics", f"promtool check metrics: {(lint.stdout + lint.stderr).strip()}")
+    labels = {}
+    for line in text.splitlines():
+        sample = re.match(r"(\w+)(?:\{(.*)\})? ", line)
+        if sample and not line.startswith("#"):
+            labels.setdefault(sample.group(1), set()).update(re.findall(r'(\w+)="', sample.group(2) or ""))
+    return labels
+
+
+def lists_pods(role):
+    return role is not None and any(
+        "" in rule.get("apiGroups", []) and {"pods", "*"} & set(rule.get("resources", []))
+        and ({"list", "watch"} <= set(rule.get("verbs", [])) or "*" in rule.get("verbs", []))
+        for rule in role.get("rules") or [])
+
+
+jobs = set()  # the job label under which Prometheus scrapes metahooks
+monitors = [(source, obj) for source, obj in objects if obj.get("kind") == "PodMonitor"]
+if not monitors:
+    fail(f"{ROOT}/monitoring", "holds no PodMonitor")
+for source, monitor in monitors:
+    where = f"{source}: PodMonitor {monitor['metadata']['name']}"
+    spec = monitor["spec"]
+    namespaces = (spec.get("namespaceSelector") or {}).get("matchNames") or [monitor["metadata"]["namespace"]]
+    wanted = (spec.get("selector") or {}).get("matchLabels") or {}
+    selected = [server for server in servers if server["namespace"] in namespaces
+                and not (spec.get("selector") or {}).get("matchExpressions")
+                and all(server["labels"].get(k) == v for k, v in wanted.items())]
+    if not selected:
+        fail(where, "selects no Pod that runs `metahooks serve`")
+    for server in selected:
+        if not any(server["names"].get(endpoint.get("port")) == server["listen"] and endpoint.get("path", "/metrics") == "/metrics"
+                   for endpoint in spec.get("podMetricsEndpoints") or []):
+            fail(where, f"scrapes /metrics on no named port of --listen ({server['listen']}), where metahooks serves it")
+        job_label = spec.get("jobLabel")
+        if job_label and job_label not in server["labels"]:
+            fail(where, f"jobLabel {job_label} is not a label of the metahooks Pods")
+        elif job_label:
+            jobs.add(server["labels"][job_label])
+        else:
+            jobs.add(f"{monitor['metadata']['namespace']}/{monitor['metadata']['name']}")
+
+# The namespaces of the ServiceAccounts that may list the metahooks Pods: Prometheus runs there.
+roles = {(obj["metadata"]["namespace"], obj["metadata"]["name"]): obj for _, obj in objects if obj.get("kind") == "Role"}
+scrapers = set()
+for source, binding in objects:
+    if binding.get("kind") != "RoleBinding" or binding["roleRef"]["kind"] != "Role":
+        continue
+    namespace = binding["metadata"]["namespace"]
+    if any(server["namespace"] == namespace for server in servers) and lists_pods(roles.get((namespace, binding["roleRef"]["name"]))):
+        scrapers |= {subject["namespace"] for subject in binding.get("subjects") or [] if subject["kind"] == "ServiceAccount"}
+if not scrapers:
+    fail(f"{ROOT}/monitoring", "binds no ServiceAccount to a Role that lists and watches the metahooks Pods, which Prometheus needs to find them")
+for where, server, rules in policed:
+    for namespace in sorted(scrapers):
+        if not any(port_admitted(rule, server["listen"], server["names"]) and source_admitted(rule, namespace) for rule in rules):
+            fail(where, f"keeps Prometheus (namespace {namespace}, {ROOT}/monitoring) from /metrics on port {server['listen']}")
+
+exported = exported_metrics()
+# Labels that Prometheus gives every series a PodMonitor scrapes.
+TARGET_LABELS = {"job", "instance", "namespace", "pod", "container", "endpoint"}
+with open(ALERT_TESTS) as f:
+    tested = {case["alertname"] for test in yaml.safe_load(f)["tests"] for case in test.get("alert_rule_test") or []}
+prometheus_rules = [(source, obj) for source, obj in objects if obj.get("kind") == "PrometheusRule"]
+if not prometheus_rules:
+    fail(f"{ROOT}/monitoring", "holds no PrometheusRule")
+for source, rule_set in prometheus_rules:
+    where = f"{source}: PrometheusRule {rule_set['metadata']['name']}"
+    groups = rule_set["spec"].get("groups") or []
+    for rule in (rule for group in groups for rule in group.get("rules") or []):
+        name, expr = rule.get("alert") or rule.get("record"), rule["expr"]
+        if "alert" in rule and name not in tested:
+            fail(where, f"alert {name} has no case in {os.path.relpath(ALERT_TESTS)}")
+        for job in re.findall(r'\bjob="([^"]*)"', expr):
+            if job not in jobs:
+                fail(where, f"{name} reads job {job!r}; the PodMonitor scrapes metahooks as {sorted(jobs)}")
+        read = set()
+        for metric, matchers in re.findall(r"\b(metahooks_\w+)(?:\{([^}]*)\})?", expr):
+            if metric not in exported:
+                fail(where, f"{name} reads {metric}, which metahooks does not export")
+                read = None
+                break
+            read |= exported[metric]
+            for label in re.findall(r'(\w+)\s*(?:=~|!~|!=|=)\s*"', matchers):
+                if label not in exported[metric] | TARGET_LABELS:
+                    fail(where, f"{name} matches {metric} on label {label}, which it does not have")
+        if read is None:
+            continue
+        for grouping in re.findall(r"\b(?:by|without)\s*\(([^)]*)\)", expr):
+            for label in filter(None, re.split(r"\s*,\s*", grouping.strip())):
+                if label not in read | TARGET_LABELS:
+                    fail(where, f"{name} groups by {label}, a label of none of the metrics it reads")
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "rules.yaml"), "w") as f:
+            yaml.safe_dump({"groups": groups}, f)
+        shutil.copy(ALERT_TESTS, tmp)
+        for command in (["check", "rules", "rules.yaml"], ["test", "rules", os.path.basename(ALERT_TESTS)]):
+            run = subprocess.run([PROMTOOL, *command], cwd=tmp, capture_output=True, text=True)
+            if run.returncode != 0:
+                fail(where, f"promtool {' '.join(command[:2])}:\n{(run.stdout + run.stderr).strip()}")
 
 for route in sorted(set(routes) - used_routes):
     fail("manifests", f"route {route} ({routes[route]}) is served but wired nowhere")
