@@ -173,6 +173,40 @@ fn a_user_defined_app_survives_and_its_request_disappears() {
     assert_eq!(a["metadata"]["resourceVersion"], created, "never written");
 }
 
+/// manifests/examples/appdiscovery.yaml does what its comment says: it adopts the labelled
+/// requests, makes their app when its 30 s window ends, and never writes a user-defined app.
+#[test]
+fn the_example_discovers_after_its_window_and_leaves_user_apps_alone() {
+    let mut sim = Sim::with_manifests(&["keptn-crds", "app-discovery"]);
+    sim.apply_example("appdiscovery", NS).unwrap();
+    sim.apply(&json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnApp",
+        "metadata": {"name": "checkout", "namespace": NS}, "spec": {"version": "mine", "workloads": []}}).to_string())
+        .unwrap();
+    let users = app(&sim, "checkout").unwrap()["metadata"]["resourceVersion"].clone();
+    request(&mut sim, "podtato-head", "podtato-head", false);
+    workload(&mut sim, "podtato-head-entry", "podtato-head", "0.1.0");
+    workload(&mut sim, "podtato-head-hat", "podtato-head", "0.1.0");
+    sim.run_until_quiet();
+    let kacr = sim
+        .get("KeptnAppCreationRequest", NS, "podtato-head")
+        .unwrap();
+    assert_eq!(kacr["metadata"]["ownerReferences"][0]["name"], "discovery");
+    sim.advance(29);
+    sim.run_until_quiet();
+    assert!(app(&sim, "podtato-head").is_none(), "inside the window");
+    sim.advance(2);
+    sim.run_until_quiet();
+    let made = app(&sim, "podtato-head").expect("made when the window ends");
+    assert_eq!(workload_names(&made), ["entry", "hat"]);
+    assert_eq!(made["metadata"]["ownerReferences"][0]["name"], "discovery");
+    let theirs = app(&sim, "checkout").unwrap();
+    assert_eq!(
+        theirs["metadata"]["resourceVersion"], users,
+        "never written"
+    );
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
 #[test]
 fn two_apps_with_different_windows() {
     let mut sim = sim();

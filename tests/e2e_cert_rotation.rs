@@ -63,17 +63,25 @@ fn issuers(sim: &Sim) -> (String, String) {
     )
 }
 
-fn leaves(sim: &Sim) -> BTreeMap<String, String> {
-    LEAF_SECRETS
+/// The leaf Secrets the manager asks for (`spec.certificates[].secretName`).
+fn leaf_secrets(sim: &Sim) -> Vec<String> {
+    sim.get("CertificateManager", NS, "mesh").unwrap()["spec"]["certificates"]
+        .as_array()
+        .unwrap()
         .iter()
+        .map(|c| c["secretName"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn leaves(sim: &Sim) -> BTreeMap<String, String> {
+    leaf_secrets(sim)
+        .into_iter()
         .map(|n| {
-            (
-                n.to_string(),
-                sim.get("Secret", NS, n).unwrap()["data"]["tls.crt"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned(),
-            )
+            let crt = sim.get("Secret", NS, &n).unwrap()["data"]["tls.crt"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            (n, crt)
         })
         .collect()
 }
@@ -86,6 +94,22 @@ fn cn(c: &x509_parser::certificate::X509Certificate) -> String {
         .as_str()
         .unwrap()
         .to_owned()
+}
+
+/// The DER of the certificate in a leaf Secret's `tls.crt`.
+fn leaf_der(sim: &Sim, name: &str) -> Vec<u8> {
+    let crt = base64::engine::general_purpose::STANDARD
+        .decode(
+            sim.get("Secret", NS, name).unwrap()["data"]["tls.crt"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+    Pem::iter_from_buffer(&crt)
+        .next()
+        .unwrap()
+        .unwrap()
+        .contents
 }
 
 /// The CN of each CA in the trust bundle, in order, after checking that every leaf's `ca.crt`
@@ -103,8 +127,8 @@ fn check_trust(sim: &Sim) -> Vec<String> {
         .map(|d| x509_parser::parse_x509_certificate(d).unwrap().1)
         .collect();
     let (s, v) = issuers(sim);
-    for name in LEAF_SECRETS {
-        let leaf = sim.get("Secret", NS, name).unwrap();
+    for name in leaf_secrets(sim) {
+        let leaf = sim.get("Secret", NS, &name).unwrap();
         let decode = |k: &str| {
             base64::engine::general_purpose::STANDARD
                 .decode(leaf["data"][k].as_str().unwrap())
@@ -133,12 +157,7 @@ fn check_trust(sim: &Sim) -> Vec<String> {
             Ok(32),
             "{name}: sealed by its signer"
         );
-        let crt = decode("tls.crt");
-        let der = Pem::iter_from_buffer(&crt)
-            .next()
-            .unwrap()
-            .unwrap()
-            .contents;
+        let der = leaf_der(sim, &name);
         let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
         let signer = cas
             .iter()
@@ -253,6 +272,45 @@ fn full_rotation_step_by_step() {
     );
     assert_eq!(issuers(&sim), ("mrc-b".into(), "mrc-b".into()));
     assert_eq!(check_trust(&sim), ["mrc-b"]);
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
+/// manifests/examples/cert-rotation.yaml and the rotation its comment gives: mrc-a signs the
+/// manager's leaf at once, for the names asked; then mrc-b created (inactive), passive, active,
+/// mrc-a passive, inactive moves the signing to mrc-b, every leaf trusted at every step.
+#[test]
+fn the_example_starts_with_mrc_a_and_rotates_to_mrc_b_as_its_comment_says() {
+    let mut sim = Sim::with_manifests(&["cert-rotation"]);
+    sim.apply_example("cert-rotation", NS).unwrap();
+    sim.run_until_quiet();
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-a".into()));
+    assert_eq!(check_trust(&sim), ["mrc-a"]);
+    let der = leaf_der(&sim, "bookstore-tls");
+    let (_, leaf) = x509_parser::parse_x509_certificate(&der).unwrap();
+    assert_eq!(cn(&leaf), "bookstore.bookstore.cluster.local");
+    let names: Vec<String> = leaf
+        .subject_alternative_name()
+        .unwrap()
+        .unwrap()
+        .value
+        .general_names
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    assert_eq!(names, ["DNSName(bookstore.bookstore.svc)"]);
+
+    let steps: [(&str, &str, &[&str]); 5] = [
+        ("mrc-b", "inactive", &["mrc-a"]),
+        ("mrc-b", "passive", &["mrc-a", "mrc-b"]),
+        ("mrc-b", "active", &["mrc-a", "mrc-b"]),
+        ("mrc-a", "passive", &["mrc-b", "mrc-a"]),
+        ("mrc-a", "inactive", &["mrc-b"]),
+    ];
+    for (mrc, role, bundle) in steps {
+        set_role(&mut sim, mrc, Some(role)).unwrap();
+        assert_eq!(check_trust(&sim), bundle, "{mrc} {role}");
+    }
+    assert_eq!(issuers(&sim), ("mrc-b".into(), "mrc-b".into()));
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
 

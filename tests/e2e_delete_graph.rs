@@ -336,6 +336,50 @@ fn deleting_the_set_tears_down_in_reverse_order() {
     assert!(sim.violations.is_empty(), "{:?}", sim.violations);
 }
 
+/// manifests/examples/workloadset.yaml does what its comment says: each workload starts once
+/// its dependencies meet their conditions (migrate after the database runs, the backend after
+/// migrate succeeded), and deleting the set takes the Pods in reverse order.
+#[test]
+fn the_example_set_starts_in_dependency_order_and_goes_in_reverse() {
+    let (mut sim, order) = sim();
+    sim.apply_example("workloadset", NS).unwrap();
+    sim.run_until_quiet();
+    assert_eq!(running(&sim), ["database"]);
+    sim.set_workload_phase(NS, "database", "Running");
+    sim.run_until_quiet();
+    assert_eq!(running(&sim), ["database", "migrate"]);
+    sim.set_workload_phase(NS, "migrate", "Running");
+    sim.run_until_quiet();
+    assert_eq!(
+        running(&sim),
+        ["database", "migrate"],
+        "migrate has not succeeded yet"
+    );
+    sim.set_workload_phase(NS, "migrate", "Succeeded");
+    sim.run_until_quiet();
+    assert_eq!(running(&sim), ["backend", "database", "migrate"]);
+    sim.set_workload_phase(NS, "backend", "Running");
+    sim.run_until_quiet();
+    assert_eq!(
+        running(&sim),
+        ["backend", "database", "frontend", "migrate"]
+    );
+    sim.set_workload_phase(NS, "frontend", "Running");
+    sim.run_until_quiet();
+
+    sim.delete("WorkloadSet", NS, "shop").unwrap();
+    sim.run_until_quiet();
+    sim.finish_terminations();
+    sim.run_until_quiet();
+    assert_eq!(
+        *order.borrow(),
+        ["frontend", "migrate", "backend", "database"]
+    );
+    assert!(sim.get("WorkloadSet", NS, "shop").is_none());
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
 #[test]
 fn a_cycle_is_rejected_at_admission() {
     let (mut sim, _) = sim();

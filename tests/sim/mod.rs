@@ -486,6 +486,21 @@ impl Sim {
         Ok(())
     }
 
+    /// `kubectl apply -f manifests/examples/<name>.yaml`, every object moved into `namespace`
+    /// (a scenario's helpers work in one namespace). A denial is the `Err`.
+    pub fn apply_example(&mut self, name: &str, namespace: &str) -> Result<(), String> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("manifests/examples")
+            .join(format!("{name}.yaml"));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for mut obj in load_yaml(&text) {
+            obj["metadata"]["namespace"] = json!(namespace);
+            self.api_write(obj, "kubernetes-admin")?;
+        }
+        Ok(())
+    }
+
     /// `kubectl apply` with no admission webhook installed: an object written before the
     /// webhook configurations were, or one an older metahooks admitted under fewer rules.
     pub fn apply_before_webhooks(&mut self, text: &str) -> Result<(), String> {
