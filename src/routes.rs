@@ -14,7 +14,7 @@ use axum::routing::{get, post, MethodRouter};
 use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use metahooks_hooks::memo::Memo;
-use metahooks_hooks::{Hook, HookContext, Subject, HOOKS};
+use metahooks_hooks::{Hook, HookContext, Subject, SyncCondition, HOOKS};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -214,7 +214,11 @@ async fn handle_hook(hook: &'static Hook, state: Arc<AppState>, req: Request) ->
             response,
             subject,
             allowed,
+            condition,
         }) => {
+            if let Some(condition) = condition {
+                state.metrics.observe_condition(hook.id, condition);
+            }
             let status = response.status().as_u16();
             let uid = (!subject.uid.is_empty()).then_some(subject.uid.as_str());
             let operation = (!subject.operation.is_empty()).then_some(subject.operation.as_str());
@@ -261,6 +265,8 @@ struct Answer {
     subject: Subject,
     /// Whether an admission request's object was allowed.
     allowed: Option<bool>,
+    /// The condition a sync answer gives its object, for `/metrics`.
+    condition: Option<SyncCondition>,
 }
 
 /// The hook's answer to one request.
@@ -339,6 +345,7 @@ async fn run_hook(hook: &'static Hook, state: &AppState, req: Request) -> Result
         response,
         subject: output.subject,
         allowed: output.allowed,
+        condition: output.condition,
     })
 }
 

@@ -1,8 +1,10 @@
 //! Logs (tracing, JSON or pretty) and the Prometheus metrics of `/metrics`: the version running, a
-//! request counter and a latency histogram per route and status, the connections open and those
-//! refused, and when the HTTPS listener's certificate expires.
+//! request counter and a latency histogram per route and status, the sync answers by the
+//! condition they give their object, the connections open and those refused, and when the HTTPS
+//! listener's certificate expires.
 //! Kept dependency-free and cheap: one short lock per request, rendering only when scraped.
 
+use metahooks_hooks::SyncCondition;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
@@ -24,9 +26,14 @@ struct Series {
     buckets: [u64; BUCKETS.len() + 1],
 }
 
+/// A hook id, a condition type, its status and its reason.
+type ConditionKey = (&'static str, &'static str, bool, &'static str);
+
 #[derive(Default)]
 pub struct Metrics {
     series: Mutex<BTreeMap<(String, u16), Series>>,
+    /// Sync answers by the condition they gave their object.
+    conditions: Mutex<BTreeMap<ConditionKey, u64>>,
     /// Connections open (`--max-connections` at most), counted by the server's accept loop.
     pub connections_open: Arc<AtomicUsize>,
     /// Connections closed as soon as they were accepted, because `--max-connections` were open.
@@ -49,6 +56,13 @@ impl Metrics {
         s.count += 1;
         s.sum_seconds += secs;
         s.buckets[slot] += 1;
+    }
+
+    /// Counts the condition a sync answer of hook `id` gave its object.
+    pub fn observe_condition(&self, id: &'static str, condition: SyncCondition) {
+        let mut conditions = self.conditions.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (id, condition.type_, condition.status, condition.reason);
+        *conditions.entry(key).or_default() += 1;
     }
 
     /// The Prometheus text exposition (version 0.0.4).
@@ -102,6 +116,21 @@ impl Metrics {
                 s.count
             );
         }
+        let conditions = self.conditions.lock().unwrap_or_else(|e| e.into_inner());
+        if !conditions.is_empty() {
+            out.push_str(
+                "# HELP metahooks_sync_conditions_total Sync answers by the condition they give their object (Ready, Valid, Accepted), its status and reason; False is an object its controller does not move on.\n",
+            );
+            out.push_str("# TYPE metahooks_sync_conditions_total counter\n");
+        }
+        for ((id, type_, status, reason), n) in conditions.iter() {
+            let status = if *status { "True" } else { "False" };
+            let _ = writeln!(
+                out,
+                "metahooks_sync_conditions_total{{route=\"/{id}\",condition=\"{type_}\",status=\"{status}\",reason=\"{reason}\"}} {n}"
+            );
+        }
+        drop(conditions);
         out.push_str("# HELP metahooks_connections Connections open.\n");
         out.push_str("# TYPE metahooks_connections gauge\n");
         let open = self.connections_open.load(Ordering::Relaxed);
@@ -239,6 +268,35 @@ mod tests {
         assert!(text.contains(
             "metahooks_request_duration_seconds_bucket{route=\"/a\",status=\"400\",le=\"+Inf\"} 1"
         ));
+    }
+
+    /// Sync conditions are counted per route, condition, status and reason, with their HELP and
+    /// TYPE once there is one, after the request series.
+    #[test]
+    fn sync_conditions_are_counted_by_route_condition_status_and_reason() {
+        let m = Metrics::default();
+        assert!(!m.render().contains("metahooks_sync_conditions_total"));
+        let frozen = SyncCondition {
+            type_: "Ready",
+            status: false,
+            reason: "CAUnavailable",
+        };
+        m.observe_condition("cert-rotation/sync", frozen);
+        m.observe_condition("cert-rotation/sync", frozen);
+        m.observe_condition(
+            "delete-graph/sync",
+            SyncCondition {
+                type_: "Valid",
+                status: true,
+                reason: "Valid",
+            },
+        );
+        let want = "# HELP metahooks_sync_conditions_total Sync answers by the condition they give their object (Ready, Valid, Accepted), its status and reason; False is an object its controller does not move on.\n\
+                    # TYPE metahooks_sync_conditions_total counter\n\
+                    metahooks_sync_conditions_total{route=\"/cert-rotation/sync\",condition=\"Ready\",status=\"False\",reason=\"CAUnavailable\"} 2\n\
+                    metahooks_sync_conditions_total{route=\"/delete-graph/sync\",condition=\"Valid\",status=\"True\",reason=\"Valid\"} 1\n\
+                    # HELP metahooks_connections Connections open.\n";
+        assert!(m.render().contains(want), "{}", m.render());
     }
 
     /// The certificate's expiry is a gauge with its HELP and TYPE, written once it is set.

@@ -499,6 +499,25 @@ fn metrics_count_requests_by_route_and_status() {
     )));
 }
 
+/// A sync answer counts the condition it gives its object: a CertificateManager frozen for its
+/// missing CA Secret is `Ready` `False` with that reason, one that issues leaves `True`.
+#[test]
+fn metrics_count_the_condition_each_sync_answer_gives() {
+    let server = TestServer::start(&[]);
+    for (case, times) in [("ca-secret-missing-freezes", 2), ("step0-issues-leaves", 1)] {
+        let body = common::fixture(&format!("cert-rotation/sync-{case}.request.json"));
+        for _ in 0..times {
+            assert_eq!(post(&server, "/cert-rotation/sync", &body).status, 200);
+        }
+    }
+    let text = String::from_utf8_lossy(&get(&server, "/metrics").body).into_owned();
+    let line = |status: &str, reason: &str, n: u32| {
+        format!("metahooks_sync_conditions_total{{route=\"/cert-rotation/sync\",condition=\"Ready\",status=\"{status}\",reason=\"{reason}\"}} {n}\n")
+    };
+    assert!(text.contains(&line("False", "CAUnavailable", 2)), "{text}");
+    assert!(text.contains(&line("True", "IssuersReady", 1)), "{text}");
+}
+
 #[test]
 fn health_and_readiness() {
     let server = TestServer::start(&[]);

@@ -16,4 +16,4 @@ pub mod pki;
 pub mod registry;
 
 pub use error::RequestError;
-pub use registry::{Hook, HookContext, HookKind, HookOutput, Subject, HOOKS};
+pub use registry::{Hook, HookContext, HookKind, HookOutput, Subject, SyncCondition, HOOKS};

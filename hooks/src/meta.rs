@@ -21,7 +21,8 @@ pub struct Condition {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     pub last_transition_time: String,
-    pub reason: String,
+    /// One of the hook's own words, never text from the request (it labels `/metrics`).
+    pub reason: &'static str,
     pub message: String,
 }
 
@@ -60,7 +61,7 @@ impl PreviousConditions {
         &self,
         type_: &str,
         status: bool,
-        reason: &str,
+        reason: &'static str,
         message: impl Into<String>,
         observed_generation: Option<i64>,
         now: OffsetDateTime,
@@ -76,7 +77,7 @@ impl PreviousConditions {
             status: status.to_owned(),
             observed_generation,
             last_transition_time,
-            reason: reason.to_owned(),
+            reason,
             message: message.into(),
         }
     }

@@ -4,6 +4,7 @@
 
 use crate::contract::{encode, AdmissionRequest, AdmissionResponse, AdmissionReview, ObjectMeta};
 use crate::memo::Memo;
+use crate::meta::Condition;
 use crate::RequestError;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate};
 use ring::rand::SecureRandom;
@@ -19,14 +20,29 @@ pub struct HookContext<'a> {
     pub memo: &'a Memo,
 }
 
-/// What a hook answers: the encoded response and, for logs, what the request was about and
-/// whether an admission request's object was allowed.
+/// What a hook answers: the encoded response and, for logs and metrics, what the request was
+/// about, whether an admission request's object was allowed, and the condition a sync answer
+/// gives its object.
 #[derive(Debug)]
 pub struct HookOutput {
     pub body: Vec<u8>,
     pub subject: Subject,
     /// `response.allowed` of an admission answer; `None` for a Metacontroller hook.
     pub allowed: Option<bool>,
+    /// The condition of a sync or finalize answer that says whether the controller moves its
+    /// object on; `None` for the other hooks.
+    pub condition: Option<SyncCondition>,
+}
+
+/// The condition a sync answer gives its object that tells whether the controller moves it on:
+/// `Ready` (a CertificateManager frozen, an AppDiscovery that cannot work), `Valid` (a
+/// WorkloadSet), `Accepted` (a MeshRootCertificate's CA). Counted in `/metrics`; its reason is
+/// one of the hook's own words, never text from the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncCondition {
+    pub type_: &'static str,
+    pub status: bool,
+    pub reason: &'static str,
 }
 
 impl HookOutput {
@@ -35,6 +51,28 @@ impl HookOutput {
             body: encode(response)?,
             subject,
             allowed: None,
+            condition: None,
+        })
+    }
+
+    /// The answer of a sync hook, with its condition `type_` among the `conditions` it writes.
+    pub fn sync<T: Serialize>(
+        subject: Subject,
+        response: &T,
+        conditions: &[Condition],
+        type_: &'static str,
+    ) -> Result<Self, RequestError> {
+        let condition = conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .map(|c| SyncCondition {
+                type_,
+                status: c.status == "True",
+                reason: c.reason,
+            });
+        Ok(HookOutput {
+            condition,
+            ..Self::json(subject, response)?
         })
     }
 
@@ -48,6 +86,7 @@ impl HookOutput {
             body: encode(&response.into_review(review.version))?,
             subject: Subject::admission(&review.request),
             allowed: Some(allowed),
+            condition: None,
         })
     }
 }

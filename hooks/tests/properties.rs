@@ -485,6 +485,51 @@ fn sync_fixtures() -> &'static [(String, Vec<u8>)] {
     })
 }
 
+/// Every sync and finalize answer tells `/metrics` the condition it gave its object, the one of
+/// its kind (`Valid` for a WorkloadSet, `Accepted` for an MRC, `Ready` otherwise), with the
+/// status and reason the answer writes; a decorator answer that leaves the status alone, none.
+#[test]
+fn a_sync_answer_names_the_condition_it_writes() {
+    let mut seen = BTreeSet::new();
+    for (id, body) in sync_fixtures() {
+        let Ok(out) = run(id, body, &Default::default()) else {
+            continue;
+        };
+        let answer: Value = serde_json::from_slice(&out.body).unwrap();
+        let type_ = match id.split('/').next() {
+            Some("delete-graph") => "Valid",
+            Some("mesh-root-certificate") => "Accepted",
+            _ => "Ready",
+        };
+        let written = answer["status"]["conditions"]
+            .as_array()
+            .and_then(|all| all.iter().find(|c| c["type"] == type_));
+        let counted = out
+            .condition
+            .map(|c| (c.type_, c.status, c.reason.to_owned()));
+        let want = written.map(|c| {
+            let reason = c["reason"].as_str().unwrap().to_owned();
+            (type_, c["status"] == "True", reason)
+        });
+        assert_eq!(counted, want, "{id}");
+        seen.insert((id.as_str(), want.map(|(_, status, _)| status)));
+    }
+    for id in [
+        "app-discovery/sync",
+        "cert-rotation/sync",
+        "delete-graph/sync",
+        "mesh-root-certificate/sync",
+    ] {
+        for status in [true, false] {
+            assert!(
+                seen.contains(&(id, Some(status))),
+                "{id}: no fixture answers {status}"
+            );
+        }
+    }
+    assert!(seen.contains(&("delete-graph/finalize", Some(true))));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 

@@ -40,7 +40,9 @@ pub fn sync_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestEr
     ctx.memo.requests.app_discovery.with_request(body, |req| {
         parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
         let response = sync::sync(req, ctx.now);
-        HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
+        let subject = Subject::object(KIND, &req.parent.metadata);
+        let conditions = &response.status.conditions;
+        HookOutput::sync(subject, &response, conditions, "Ready")
     })
 }
 

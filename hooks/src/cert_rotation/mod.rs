@@ -41,7 +41,9 @@ pub fn sync_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestEr
     ctx.memo.requests.cert_rotation.with_request(body, |req| {
         parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
         let response = sync::sync(req, ctx.now, ctx.rng, ctx.memo);
-        HookOutput::json(Subject::object(KIND, &req.parent.metadata), &response)
+        let subject = Subject::object(KIND, &req.parent.metadata);
+        let conditions = &response.status.conditions;
+        HookOutput::sync(subject, &response, conditions, "Ready")
     })
 }
 

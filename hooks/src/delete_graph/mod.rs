@@ -43,7 +43,9 @@ fn answer(body: &[u8], ctx: &HookContext, teardown: bool) -> Result<HookOutput, 
             .plans
             .plan(parent.spec.map(|raw| raw.0), &parent.metadata.name)?;
         let response = reconcile(req, &plan, teardown || req.finalizing, ctx.now);
-        HookOutput::json(Subject::object(KIND, &parent.metadata), &response)
+        let subject = Subject::object(KIND, &parent.metadata);
+        let conditions = response.status.conditions();
+        HookOutput::sync(subject, &response, conditions, "Valid")
     })
 }
 

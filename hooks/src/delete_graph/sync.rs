@@ -120,6 +120,15 @@ pub enum SyncStatus<'a> {
     Frozen(Status<Copied<'a>, Copied<'a>>),
 }
 
+impl SyncStatus<'_> {
+    pub fn conditions(&self) -> &[Condition] {
+        match self {
+            SyncStatus::Computed(status) => &status.conditions,
+            SyncStatus::Frozen(status) => &status.conditions,
+        }
+    }
+}
+
 /// A part of the previous status copied back: the raw JSON when it was an object, else `{}`.
 #[derive(Debug)]
 pub struct Copied<'a>(Option<RawJson<'a>>);

@@ -52,7 +52,9 @@ pub fn sync_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestEr
         .with_request(body, |req| {
             parent_namespace(&req.object.metadata.namespace, "object", KIND)?;
             let response = sync::sync(req, ctx.now, ctx.rng, &ctx.memo.pki.cas);
-            HookOutput::json(Subject::object(KIND, &req.object.metadata), &response)
+            let subject = Subject::object(KIND, &req.object.metadata);
+            let conditions = response.status.as_ref().map_or(&[][..], |s| &s.conditions);
+            HookOutput::sync(subject, &response, conditions, "Accepted")
         })
 }
 
