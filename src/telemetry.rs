@@ -2,7 +2,8 @@
 //! request counter and a latency histogram per route and status, the sync answers by the
 //! condition they give their object, the connections open and those refused, and when the HTTPS
 //! listener's certificate expires.
-//! Kept dependency-free and cheap: one short lock per request, rendering only when scraped.
+//! Kept dependency-free and cheap: a short lock per request (two for a sync answer), rendering
+//! only when scraped.
 
 use metahooks_hooks::SyncCondition;
 use std::collections::BTreeMap;
