@@ -269,6 +269,15 @@ mod tests {
         assert!(text.contains(
             "metahooks_request_duration_seconds_bucket{route=\"/a\",status=\"400\",le=\"+Inf\"} 1"
         ));
+        // Past every finite bound: only in +Inf.
+        m.observe("/a", 503, Duration::from_secs(11));
+        let text = m.render();
+        assert!(text.contains(
+            "metahooks_request_duration_seconds_bucket{route=\"/a\",status=\"503\",le=\"10\"} 0"
+        ));
+        assert!(text.contains(
+            "metahooks_request_duration_seconds_bucket{route=\"/a\",status=\"503\",le=\"+Inf\"} 1"
+        ));
     }
 
     /// Sync conditions are counted per route, condition, status and reason, with their HELP and
