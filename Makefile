@@ -88,8 +88,9 @@ bench-instructions:
 	scripts/bench-instructions.sh
 
 ## Render manifests/ and validate every object offline (Kubernetes schemas, our CRD schemas,
-## routes and hook kinds against `metahooks list`, webhook matchConditions against the fixtures).
-## Needs kubectl (for kustomize) and python3.
+## routes and hook kinds against `metahooks list`, webhook matchConditions against the fixtures,
+## the alerts of manifests/monitoring with promtool). Needs kubectl (for kustomize), python3, and
+## apt-get the first time (promtool).
 manifests-check: $(VENV)/installed.txt $(PROMTOOL)
 	$(CARGO) build --quiet
 	$(VENV)/bin/python scripts/check-manifests.py manifests target/debug/metahooks $(PROMTOOL)
