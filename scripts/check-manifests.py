@@ -84,6 +84,8 @@ CA_CONFIGMAP = {"name": "metahooks-ca", "namespace": "metahooks-system", "key": 
 METACONTROLLER_NAMESPACE = "metacontroller"
 NAMESPACE_NAME = "kubernetes.io/metadata.name"
 MONITORING_GROUP = "monitoring.coreos.com"
+# Labels that Prometheus gives every series a PodMonitor scrapes.
+TARGET_LABELS = {"job", "instance", "namespace", "pod", "container", "endpoint"}
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 errors = []
 
@@ -506,8 +508,6 @@ for where, server, rules in policed:
             fail(where, f"keeps Prometheus (namespace {namespace}, {ROOT}/monitoring) from /metrics on port {server['listen']}")
 
 exported = exported_metrics()
-# Labels that Prometheus gives every series a PodMonitor scrapes.
-TARGET_LABELS = {"job", "instance", "namespace", "pod", "container", "endpoint"}
 with open(ALERT_TESTS) as f:
     tested = {case["alertname"] for test in yaml.safe_load(f)["tests"] for case in test.get("alert_rule_test") or []}
 prometheus_rules = [(source, obj) for source, obj in objects if obj.get("kind") == "PrometheusRule"]

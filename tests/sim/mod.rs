@@ -352,9 +352,7 @@ impl Sim {
         );
         let mut docs = Vec::new();
         for dir in dirs {
-            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("manifests")
-                .join(dir);
+            let path = manifests_dir().join(dir);
             let mut files: Vec<_> = std::fs::read_dir(&path)
                 .unwrap()
                 .flatten()
@@ -489,8 +487,8 @@ impl Sim {
     /// `kubectl apply -f manifests/examples/<name>.yaml`, every object moved into `namespace`
     /// (a scenario's helpers work in one namespace). A denial is the `Err`.
     pub fn apply_example(&mut self, name: &str, namespace: &str) -> Result<(), String> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("manifests/examples")
+        let path = manifests_dir()
+            .join("examples")
             .join(format!("{name}.yaml"));
         let text =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -1675,6 +1673,11 @@ fn apply_patch(obj: &mut Value, ops: &Value) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The project's `manifests/`.
+fn manifests_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests")
 }
 
 pub fn load_yaml(text: &str) -> Vec<Value> {
