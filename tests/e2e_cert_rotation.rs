@@ -395,6 +395,48 @@ fn an_invalid_combination_is_an_error_and_touches_no_certificate() {
     check_trust(&sim);
 }
 
+/// An MRC whose name no label value can hold (64 characters) gets no generated CA Secret, which
+/// the API server would refuse on every sync while the MRC said `CAReady`: it is in error and
+/// asks for the user's own Secret; with that Secret it is accepted and signs the mesh's leaves.
+#[test]
+fn an_mrc_named_past_a_labels_length_asks_for_its_own_ca_secret() {
+    let mut sim = sim();
+    let long = "m".repeat(64);
+    set_role(&mut sim, &long, None).unwrap();
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+    assert!(sim.get("Secret", NS, &format!("{long}-ca")).is_none());
+    assert_eq!(state(&sim, &long), "error");
+    let accepted = &sim.get("MeshRootCertificate", NS, &long).unwrap()["status"]["conditions"][0];
+    assert_eq!(
+        (&accepted["status"], &accepted["reason"]),
+        (&json!("False"), &json!("CASecretMissing"))
+    );
+
+    let pair = metahooks_hooks::pki::generate_ca(
+        &long,
+        "cluster.local",
+        time::OffsetDateTime::from_unix_timestamp(sim.now()).unwrap(),
+        &ring::rand::SystemRandom::new(),
+    )
+    .unwrap();
+    let b64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+    sim.apply(
+        &json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": format!("{long}-ca"), "namespace": NS}, "type": "Opaque",
+        "data": {"ca.crt": b64(&pair.cert_pem), "private.key": b64(&pair.key_pem)}})
+        .to_string(),
+    )
+    .unwrap();
+    sim.run_until_quiet();
+    assert_eq!(state(&sim, &long), "inactive");
+    set_role(&mut sim, &long, Some("passive")).unwrap();
+    set_role(&mut sim, &long, Some("active")).unwrap();
+    assert_eq!(issuers(&sim), (long.clone(), long.clone()));
+    assert_eq!(state(&sim, &long), "active");
+    assert_eq!(check_trust(&sim), [long]);
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
 #[test]
 fn leaves_renew_near_expiry_on_the_virtual_clock() {
     let mut sim = sim();

@@ -146,6 +146,9 @@ pub fn write_json_str(text: &str, out: &mut String) {
     out.push('"');
 }
 
+/// The most bytes a label value holds: the API server refuses an object with a longer one.
+pub const LABEL_VALUE_MAX_LEN: usize = 63;
+
 /// A DNS-1123 label: lowercase alphanumerics and `-`, 1 to 63 characters, alphanumeric at both ends.
 pub fn is_dns1123_label(s: &str) -> bool {
     let b = s.as_bytes();

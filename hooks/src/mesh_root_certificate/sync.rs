@@ -8,7 +8,7 @@ use super::model::{
 use crate::cert_rotation::spec::longest_validity;
 use crate::cert_rotation::sync::Manager;
 use crate::contract::{object_maps, DecoratorRequest, DecoratorResponse, MetaOut, Text};
-use crate::meta::{parse_rfc3339, Condition};
+use crate::meta::{parse_rfc3339, Condition, LABEL_VALUE_MAX_LEN};
 use crate::pki::{generate_ca, CheckedCas};
 use ring::rand::SecureRandom;
 use serde::Serialize;
@@ -267,6 +267,14 @@ fn ca_secret<'a>(
             return Err((
                 "CASecretMissing",
                 format!("CA Secret {secret_name} is missing while a CertificateManager uses this MRC; it is not regenerated"),
+            ))
+        }
+        // The generated Secret carries the MRC's name as a label value, which the API server
+        // would refuse: say so rather than answer with a Secret that is never created.
+        None if name.len() > LABEL_VALUE_MAX_LEN => {
+            return Err((
+                "CASecretMissing",
+                format!("CA Secret {secret_name} is missing and is not generated for a name of more than {LABEL_VALUE_MAX_LEN} characters (its {LABEL_MRC} label); create it with ca.crt and private.key"),
             ))
         }
         None => {

@@ -161,6 +161,36 @@ fn rule_4_1_missing_ca_in_use_is_not_generated() {
     assert_eq!(accepted(&resp), ("False", "CASecretMissing"));
 }
 
+/// §4.1 and §2: a generated CA Secret carries the MRC's name as a label value, which holds at
+/// most 63 characters. For a longer name none is generated (the API server would refuse it while
+/// the status said `CAReady`); the status asks for the user's own Secret, which then serves.
+#[test]
+fn rule_4_1_no_ca_is_generated_for_a_name_no_label_can_hold() {
+    let longest = mrc(&"m".repeat(63), "inactive", None);
+    let resp = run(&longest, &[], std::slice::from_ref(&longest), &[], &[]);
+    assert_eq!(accepted(&resp), ("True", "CAReady"));
+    assert_eq!(resp["attachments"].as_array().unwrap().len(), 1);
+
+    let long_name = "m".repeat(64);
+    let long = mrc(&long_name, "inactive", None);
+    let resp = run(&long, &[], std::slice::from_ref(&long), &[], &[]);
+    assert_eq!(resp["attachments"], json!([]));
+    assert_eq!(resp["status"]["state"], "error");
+    assert_eq!(accepted(&resp), ("False", "CASecretMissing"));
+    let message = resp["status"]["conditions"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("CA Secret {long_name}-ca is missing"))
+            && message.contains("more than 63 characters"),
+        "{message}"
+    );
+
+    let users = ca_secret(&format!("{long_name}-ca"));
+    let resp = run(&long, &[], std::slice::from_ref(&long), &[], &[users]);
+    assert_eq!(resp["attachments"], json!([]));
+    assert_eq!(resp["status"]["state"], "inactive");
+    assert_eq!(accepted(&resp), ("True", "CAReady"));
+}
+
 /// §4.1: the user's CA is the Secret of that name in the MRC's own namespace; one of the same
 /// name elsewhere is not it, and the CA is generated.
 #[test]
