@@ -8,13 +8,15 @@ use std::time::Duration;
 
 #[derive(Args, Debug, Clone)]
 pub struct ServeConfig {
-    /// Plain HTTP listener for the Metacontroller hooks and the admin endpoints. `[::]` listens on
-    /// every address, IPv4 and IPv6 (IPv4 only on a kernel without IPv6); `0.0.0.0` on IPv4 only.
+    /// Plain HTTP listener, every route (the manifests call the delete-graph and app-discovery
+    /// hooks, the probes and /metrics here). `[::]` listens on every address, IPv4 and IPv6 (IPv4
+    /// only on a kernel without IPv6); `0.0.0.0` on IPv4 only.
     #[arg(long, env = "METAHOOKS_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
-    /// HTTPS listener (admission webhooks); started with --tls-cert/--tls-key or --tls-self-signed.
-    /// `[::]` as for --listen.
+    /// HTTPS listener, every route (the manifests call the admission webhooks here, and the
+    /// cert-rotation and mesh-root-certificate hooks, whose requests carry keys); started with
+    /// --tls-cert/--tls-key or --tls-self-signed. `[::]` as for --listen.
     #[arg(long, env = "METAHOOKS_TLS_LISTEN", default_value = "127.0.0.1:8443")]
     pub tls_listen: SocketAddr,
 

@@ -35,7 +35,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Serve every hook over HTTP (and HTTPS for admission).
+    /// Serve every hook over HTTP and HTTPS (each route on both listeners).
     Serve(Box<ServeConfig>),
     /// Run one hook on a request read from FILE (or stdin) and print the response.
     Run {
