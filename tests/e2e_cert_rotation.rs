@@ -311,6 +311,33 @@ fn the_example_starts_with_mrc_a_and_rotates_to_mrc_b_as_its_comment_says() {
         assert_eq!(check_trust(&sim), bundle, "{mrc} {role}");
     }
     assert_eq!(issuers(&sim), ("mrc-b".into(), "mrc-b".into()));
+    let created = |kind: &str, name: &str| {
+        sim.get(kind, NS, name).unwrap()["metadata"]["creationTimestamp"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        sim.get_row("CertificateManager", NS, "mesh"),
+        sim::row(&[
+            ("Name", "mesh"),
+            ("Signing", "mrc-b"),
+            ("Validating", "mrc-b"),
+            ("Ready", "True"),
+            ("Age", &created("CertificateManager", "mesh")),
+            ("Reason", "IssuersReady")
+        ])
+    );
+    assert_eq!(
+        sim.get_row("MeshRootCertificate", NS, "mrc-b"),
+        sim::row(&[
+            ("Name", "mrc-b"),
+            ("Role", "active"),
+            ("State", "active"),
+            ("Age", &created("MeshRootCertificate", "mrc-b")),
+            ("Reason", "CAReady")
+        ])
+    );
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
 
@@ -368,6 +395,12 @@ fn an_invalid_combination_is_an_error_and_touches_no_certificate() {
     for m in ["mrc-a", "mrc-b", "mrc-c"] {
         assert_eq!(state(&sim, m), "error", "{m}");
     }
+    let row = sim.get_row("CertificateManager", NS, "mesh");
+    assert_eq!(row[3..4], sim::row(&[("Ready", "False")]));
+    assert_eq!(row[5..], sim::row(&[("Reason", "TooManyMRCsInUse")]));
+    let row = sim.get_row("MeshRootCertificate", NS, "mrc-c");
+    assert_eq!(row[2..3], sim::row(&[("State", "error")]));
+    assert_eq!(row[4..], sim::row(&[("Reason", "InvalidRoleCombination")]));
     let mid = (
         leaves(&sim),
         sim.get("ConfigMap", NS, "osm-ca-bundle").unwrap()["data"].clone(),
@@ -405,12 +438,9 @@ fn an_mrc_named_past_a_labels_length_asks_for_its_own_ca_secret() {
     set_role(&mut sim, &long, None).unwrap();
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
     assert!(sim.get("Secret", NS, &format!("{long}-ca")).is_none());
-    assert_eq!(state(&sim, &long), "error");
-    let accepted = &sim.get("MeshRootCertificate", NS, &long).unwrap()["status"]["conditions"][0];
-    assert_eq!(
-        (&accepted["status"], &accepted["reason"]),
-        (&json!("False"), &json!("CASecretMissing"))
-    );
+    let row = sim.get_row("MeshRootCertificate", NS, &long);
+    assert_eq!(row[2..3], sim::row(&[("State", "error")]));
+    assert_eq!(row[4..], sim::row(&[("Reason", "CASecretMissing")]));
 
     let pair = metahooks_hooks::pki::generate_ca(
         &long,

@@ -366,6 +366,16 @@ fn the_example_set_starts_in_dependency_order_and_goes_in_reverse() {
     );
     sim.set_workload_phase(NS, "frontend", "Running");
     sim.run_until_quiet();
+    let created = &sim.get("WorkloadSet", NS, "shop").unwrap()["metadata"]["creationTimestamp"];
+    assert_eq!(
+        sim.get_row("WorkloadSet", NS, "shop"),
+        sim::row(&[
+            ("Name", "shop"),
+            ("Valid", "True"),
+            ("Age", created.as_str().unwrap()),
+            ("Reason", "Valid")
+        ])
+    );
 
     sim.delete("WorkloadSet", NS, "shop").unwrap();
     sim.run_until_quiet();
@@ -414,8 +424,13 @@ fn an_invalid_workload_set_that_exists_can_still_be_labelled_and_deleted() {
         json!(["metacontroller.io/compositecontroller-delete-graph"])
     );
     assert_eq!(
-        ws["status"]["conditions"][0]["reason"],
-        "CycleInDependencies"
+        sim.get_row("WorkloadSet", NS, "shop"),
+        sim::row(&[
+            ("Name", "shop"),
+            ("Valid", "False"),
+            ("Age", ws["metadata"]["creationTimestamp"].as_str().unwrap()),
+            ("Reason", "CycleInDependencies")
+        ])
     );
     assert!(running(&sim).is_empty(), "frozen: nothing started");
 

@@ -28,10 +28,52 @@ struct Resource {
     namespaced: bool,
     /// The CRD's openAPIV3Schema, whose `default`s the API server applies.
     schema: Option<Value>,
+    /// The CRD's `additionalPrinterColumns`: name and jsonPath.
+    columns: Vec<(String, String)>,
 }
 
 /// Called before Metacontroller deletes a child; an `Err` is recorded as a violation.
 pub type DeleteCheck = Box<dyn FnMut(&Store, &Value) -> Result<(), String>>;
+
+/// A row as [`Sim::get_row`] gives it, from (column, value) pairs.
+pub fn row(cells: &[(&str, &str)]) -> Vec<(String, String)> {
+    cells
+        .iter()
+        .map(|(column, value)| ((*column).to_owned(), (*value).to_owned()))
+        .collect()
+}
+
+/// A printer column's jsonPath evaluated as the API server does, for the two forms the CRDs
+/// use: `.a.b` and `.a[?(@.k=='v')].b`. Another form panics, so that a CRD that starts using
+/// one makes this grow rather than print nothing.
+fn printer_column(obj: &Value, path: &str) -> String {
+    let mut at = Some(obj);
+    let mut rest = path.strip_prefix('.').expect("a jsonPath starts with '.'");
+    while !rest.is_empty() {
+        let end = rest.find(['.', '[']).unwrap_or(rest.len());
+        at = at.and_then(|v| v.get(&rest[..end]));
+        rest = &rest[end..];
+        if let Some(filter) = rest.strip_prefix("[?(@.") {
+            let (condition, after) = filter.split_once(")]").expect("a closed filter");
+            let (key, wanted) = condition.split_once("==").expect("an equality filter");
+            let wanted = wanted.trim_matches('\'');
+            at = at
+                .and_then(Value::as_array)
+                .and_then(|items| items.iter().find(|i| i[key] == wanted));
+            rest = after;
+        }
+        rest = rest.strip_prefix('.').unwrap_or(rest);
+        assert!(
+            !rest.starts_with('['),
+            "a jsonPath form the simulator does not know: {path}"
+        );
+    }
+    match at {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+    }
+}
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
@@ -383,6 +425,7 @@ impl Sim {
                 plural: (*p).into(),
                 namespaced: *n,
                 schema: None,
+                columns: Vec::new(),
             })
             .collect();
         let mut composites = Vec::new();
@@ -403,6 +446,12 @@ impl Sim {
                             plural: str_at(spec, "/names/plural").into(),
                             namespaced: str_at(spec, "/scope") == "Namespaced",
                             schema: v.pointer("/schema/openAPIV3Schema").cloned(),
+                            columns: v["additionalPrinterColumns"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(|c| (str_at(c, "/name").into(), str_at(c, "/jsonPath").into()))
+                                .collect(),
                         });
                     }
                 }
@@ -471,6 +520,27 @@ impl Sim {
 
     pub fn list(&self, kind: &str, namespace: &str) -> Vec<&Value> {
         self.store.list(kind, Some(namespace))
+    }
+
+    /// `kubectl get` of one custom resource: its name, then each of its CRD's printer columns
+    /// as the API server fills them from the object ("" where the path finds nothing). A CRD
+    /// that names columns gets only those: the API server's default `Age` column is for CRDs
+    /// that name none.
+    pub fn get_row(&self, kind: &str, namespace: &str, name: &str) -> Vec<(String, String)> {
+        let obj = self.get(kind, namespace, name).expect("object");
+        let resource = self
+            .resources
+            .iter()
+            .find(|r| r.api_version == str_at(obj, "/apiVersion") && r.kind == kind)
+            .expect("a served kind");
+        let mut row = vec![("Name".to_owned(), name.to_owned())];
+        row.extend(
+            resource
+                .columns
+                .iter()
+                .map(|(column, path)| (column.clone(), printer_column(obj, path))),
+        );
+        row
     }
 
     // ---- the API server: writes with admission ----
