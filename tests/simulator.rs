@@ -237,6 +237,67 @@ fn label_values_and_limited_names_are_checked_as_the_api_server_does() {
     sim.apply(&set(&"a".repeat(63))).unwrap();
 }
 
+/// `kubectl get`: a CRD that names no printer columns gets the API server's `Age`; one that
+/// names columns gets exactly those, each read from the object (a field, a condition found by
+/// its type, nothing where the path finds nothing).
+#[test]
+fn a_row_holds_the_crds_printer_columns_as_the_api_server_fills_them() {
+    let (mut sim, _) = setup("OnDelete", "v1", "");
+    sim.apply(&widget(&[])).unwrap();
+    let created = sim.get("Widget", "ns", "w").unwrap()["metadata"]["creationTimestamp"].clone();
+    assert_eq!(
+        sim.get_row("Widget", "ns", "w"),
+        sim::row(&[("Name", "w"), ("Age", created.as_str().unwrap())])
+    );
+
+    let gadgets = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Gadget, plural: gadgets}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      additionalPrinterColumns:
+        - {name: Size, type: integer, jsonPath: .spec.size}
+        - {name: Ready, type: string, jsonPath: ".status.conditions[?(@.type=='Ready')].status"}
+        - {name: Why, type: string, jsonPath: ".status.conditions[?(@.type=='Ready')].reason"}
+"#;
+    let mut sim = Sim::new(
+        hook_server(Shared::default()),
+        Arc::new(AtomicI64::new(0)),
+        load_yaml(gadgets),
+    );
+    let gadget = |status: Value| {
+        json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+               "metadata": {"name": "g", "namespace": "ns"}, "spec": {"size": 3}, "status": status})
+        .to_string()
+    };
+    sim.apply(&gadget(json!({}))).unwrap();
+    assert_eq!(
+        sim.get_row("Gadget", "ns", "g"),
+        sim::row(&[("Name", "g"), ("Size", "3"), ("Ready", ""), ("Why", "")])
+    );
+    sim.store_delete_direct("Gadget", "ns", "g");
+    sim.apply(&gadget(json!({"conditions": [
+        {"type": "Other", "status": "False", "reason": "No"},
+        {"type": "Ready", "status": "True", "reason": "Fine"}]})))
+        .unwrap();
+    assert_eq!(
+        sim.get_row("Gadget", "ns", "g"),
+        sim::row(&[
+            ("Name", "g"),
+            ("Size", "3"),
+            ("Ready", "True"),
+            ("Why", "Fine")
+        ])
+    );
+}
+
 #[test]
 fn an_omitted_child_is_deleted() {
     let (mut sim, _) = setup("OnDelete", "v1", "");

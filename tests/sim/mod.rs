@@ -523,9 +523,9 @@ impl Sim {
     }
 
     /// `kubectl get` of one custom resource: its name, then each of its CRD's printer columns
-    /// as the API server fills them from the object ("" where the path finds nothing). A CRD
-    /// that names columns gets only those: the API server's default `Age` column is for CRDs
-    /// that name none.
+    /// as the API server fills them from the object ("" where the path finds nothing), a date
+    /// as the timestamp it reads. A CRD that names columns gets only those; one that names
+    /// none gets the API server's default, `Age`.
     pub fn get_row(&self, kind: &str, namespace: &str, name: &str) -> Vec<(String, String)> {
         let obj = self.get(kind, namespace, name).expect("object");
         let resource = self
@@ -533,10 +533,14 @@ impl Sim {
             .iter()
             .find(|r| r.api_version == str_at(obj, "/apiVersion") && r.kind == kind)
             .expect("a served kind");
+        let age = [("Age".to_owned(), ".metadata.creationTimestamp".to_owned())];
+        let columns = match resource.columns.as_slice() {
+            [] => &age[..],
+            named => named,
+        };
         let mut row = vec![("Name".to_owned(), name.to_owned())];
         row.extend(
-            resource
-                .columns
+            columns
                 .iter()
                 .map(|(column, path)| (column.clone(), printer_column(obj, path))),
         );
