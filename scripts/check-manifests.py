@@ -22,7 +22,9 @@
    caBundle of `/webhooks/0`.
 8. Checks that the base applies no CRD of Keptn's group (lifecycle.keptn.sh): where Keptn runs,
    which app discovery needs, they would replace Keptn's own. They are in manifests/keptn-crds
-   for clusters without Keptn, rendered apart and checked with the rest.
+   for clusters without Keptn, rendered apart and checked with the rest. Every CRD the base
+   applies is in the category `metahooks`, so that `kubectl get metahooks -A` (README) lists
+   every object whose status a hook writes.
 9. Checks that every Metacontroller hook calls a Service port these manifests define, and that
    the hooks of a controller with Secrets among its children or attachments (whose requests and
    answers carry private keys) call it over HTTPS, verified against the CA in the ConfigMap that
@@ -72,6 +74,8 @@ NAME_IN_CHILD_LABEL = {
 LABEL_VALUE_MAX = 63
 PART_OF = "app.kubernetes.io/part-of"
 KEPTN_GROUP = "lifecycle.keptn.sh"
+# The category of every CRD the base applies: `kubectl get metahooks -A` lists their objects.
+CATEGORY = "metahooks"
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "manifests"
 BINARY = sys.argv[2] if len(sys.argv) > 2 else "target/debug/metahooks"
 PROMTOOL = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 else shutil.which("promtool") or "promtool"
@@ -105,9 +109,13 @@ def render(path):
 
 objects = render(ROOT)
 for source, obj in objects:
-    if obj.get("kind") == "CustomResourceDefinition" and obj["spec"]["group"] == KEPTN_GROUP:
-        fail(f"{source}: CustomResourceDefinition {obj['metadata']['name']}",
-             f"is applied by the base; where Keptn runs it would replace Keptn's own (keep it in {ROOT}/keptn-crds)")
+    if obj.get("kind") != "CustomResourceDefinition":
+        continue
+    where = f"{source}: CustomResourceDefinition {obj['metadata']['name']}"
+    if obj["spec"]["group"] == KEPTN_GROUP:
+        fail(where, f"is applied by the base; where Keptn runs it would replace Keptn's own (keep it in {ROOT}/keptn-crds)")
+    if CATEGORY not in obj["spec"]["names"].get("categories", []):
+        fail(where, f"is not in the category {CATEGORY}, which the README's `kubectl get {CATEGORY}` lists")
 objects += render(f"{ROOT}/keptn-crds")
 objects += render(f"{ROOT}/network-policy")
 objects += render(f"{ROOT}/monitoring")
