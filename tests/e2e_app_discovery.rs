@@ -204,15 +204,13 @@ fn the_example_discovers_after_its_window_and_leaves_user_apps_alone() {
         theirs["metadata"]["resourceVersion"], users,
         "never written"
     );
-    let created =
-        &sim.get("AppDiscovery", NS, "discovery").unwrap()["metadata"]["creationTimestamp"];
     assert_eq!(
         sim.get_row("AppDiscovery", NS, "discovery"),
         sim::row(&[
             ("Name", "discovery"),
             ("Ready", "True"),
             ("Window", "30"),
-            ("Age", created.as_str().unwrap()),
+            ("Age", &sim.created("AppDiscovery", NS, "discovery")),
             ("Reason", "Synced")
         ])
     );

@@ -311,12 +311,6 @@ fn the_example_starts_with_mrc_a_and_rotates_to_mrc_b_as_its_comment_says() {
         assert_eq!(check_trust(&sim), bundle, "{mrc} {role}");
     }
     assert_eq!(issuers(&sim), ("mrc-b".into(), "mrc-b".into()));
-    let created = |kind: &str, name: &str| {
-        sim.get(kind, NS, name).unwrap()["metadata"]["creationTimestamp"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
     assert_eq!(
         sim.get_row("CertificateManager", NS, "mesh"),
         sim::row(&[
@@ -324,7 +318,7 @@ fn the_example_starts_with_mrc_a_and_rotates_to_mrc_b_as_its_comment_says() {
             ("Signing", "mrc-b"),
             ("Validating", "mrc-b"),
             ("Ready", "True"),
-            ("Age", &created("CertificateManager", "mesh")),
+            ("Age", &sim.created("CertificateManager", NS, "mesh")),
             ("Reason", "IssuersReady")
         ])
     );
@@ -334,7 +328,7 @@ fn the_example_starts_with_mrc_a_and_rotates_to_mrc_b_as_its_comment_says() {
             ("Name", "mrc-b"),
             ("Role", "active"),
             ("State", "active"),
-            ("Age", &created("MeshRootCertificate", "mrc-b")),
+            ("Age", &sim.created("MeshRootCertificate", NS, "mrc-b")),
             ("Reason", "CAReady")
         ])
     );

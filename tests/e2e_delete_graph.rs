@@ -366,13 +366,12 @@ fn the_example_set_starts_in_dependency_order_and_goes_in_reverse() {
     );
     sim.set_workload_phase(NS, "frontend", "Running");
     sim.run_until_quiet();
-    let created = &sim.get("WorkloadSet", NS, "shop").unwrap()["metadata"]["creationTimestamp"];
     assert_eq!(
         sim.get_row("WorkloadSet", NS, "shop"),
         sim::row(&[
             ("Name", "shop"),
             ("Valid", "True"),
-            ("Age", created.as_str().unwrap()),
+            ("Age", &sim.created("WorkloadSet", NS, "shop")),
             ("Reason", "Valid")
         ])
     );
@@ -428,7 +427,7 @@ fn an_invalid_workload_set_that_exists_can_still_be_labelled_and_deleted() {
         sim::row(&[
             ("Name", "shop"),
             ("Valid", "False"),
-            ("Age", ws["metadata"]["creationTimestamp"].as_str().unwrap()),
+            ("Age", &sim.created("WorkloadSet", NS, "shop")),
             ("Reason", "CycleInDependencies")
         ])
     );

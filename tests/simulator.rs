@@ -244,10 +244,9 @@ fn label_values_and_limited_names_are_checked_as_the_api_server_does() {
 fn a_row_holds_the_crds_printer_columns_as_the_api_server_fills_them() {
     let (mut sim, _) = setup("OnDelete", "v1", "");
     sim.apply(&widget(&[])).unwrap();
-    let created = sim.get("Widget", "ns", "w").unwrap()["metadata"]["creationTimestamp"].clone();
     assert_eq!(
         sim.get_row("Widget", "ns", "w"),
-        sim::row(&[("Name", "w"), ("Age", created.as_str().unwrap())])
+        sim::row(&[("Name", "w"), ("Age", &sim.created("Widget", "ns", "w"))])
     );
 
     let gadgets = r#"

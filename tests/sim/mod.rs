@@ -522,6 +522,12 @@ impl Sim {
         self.store.list(kind, Some(namespace))
     }
 
+    /// When an object was created (its `creationTimestamp`, which an `Age` column reads).
+    pub fn created(&self, kind: &str, namespace: &str, name: &str) -> String {
+        let obj = self.get(kind, namespace, name).expect("object");
+        str_at(obj, "/metadata/creationTimestamp").to_owned()
+    }
+
     /// `kubectl get` of one custom resource: its name, then each of its CRD's printer columns
     /// as the API server fills them from the object ("" where the path finds nothing), a date
     /// as the timestamp it reads. A CRD that names columns gets only those; one that names
