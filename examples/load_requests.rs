@@ -11,6 +11,8 @@
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
 
+// The generators of the criterion benches; this example writes the sync hooks' requests only.
+#[allow(dead_code)]
 #[path = "../hooks/benches/requests.rs"]
 mod requests;
 

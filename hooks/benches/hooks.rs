@@ -1,7 +1,9 @@
-//! Criterion benches of the sync hooks (the request decoded or found kept, the hook, the answer
+//! Criterion benches of every hook (the request decoded or found kept, the hook, the answer
 //! encoded: the server's whole in-process cost) over generated requests of growing size, each
 //! beside its floor measured in the same run: serde_json parsing the same bytes into a
-//! `serde_json::Value` and serializing it back.
+//! `serde_json::Value` and serializing it back. A hook whose request holds one object of a
+//! fixed shape (customize, the admission of a KeptnAppCreationRequest or an MRC) is measured
+//! at that one size.
 //! `scripts/bench-report.py` prints the hook/floor ratios.
 
 mod requests;
@@ -264,5 +266,150 @@ fn cert_rotation(c: &mut Criterion) {
     bench_pairs(c, "cert-rotation-sync-issue", "cert-rotation/sync", issue);
 }
 
-criterion_group!(benches, app_discovery, delete_graph, cert_rotation);
+/// Runs `hook` once on `body` and checks that its answer holds `expect`: each bench below
+/// measures the path its request is made for (a denial or a missed patch would be cheaper).
+fn answers_with(hook: &str, body: &[u8], expect: &str) {
+    let answer = run_hook(hook, body, &Memo::default());
+    let text = String::from_utf8(answer).unwrap();
+    assert!(text.contains(expect), "{hook} answered {text}");
+}
+
+/// One size of a request whose shape is fixed.
+fn one(body: Vec<u8>) -> Vec<(usize, Vec<u8>)> {
+    vec![(1, body)]
+}
+
+/// The customize, finalize, admission and decorator hooks: the requests Metacontroller and the
+/// API server send them less often than a sync's.
+fn other_hooks(c: &mut Criterion) {
+    let customize = requests::app_discovery_customize();
+    answers_with("app-discovery/customize", &customize, "keptnworkloads");
+    bench_pairs(
+        c,
+        "app-discovery-customize",
+        "app-discovery/customize",
+        one(customize),
+    );
+    let mutate = requests::app_discovery_mutate();
+    answers_with("app-discovery/mutate", &mutate, r#""patch":"#);
+    bench_pairs(
+        c,
+        "app-discovery-mutate",
+        "app-discovery/mutate",
+        one(mutate),
+    );
+
+    let finalize = [10, 100, 1000, 10000]
+        .map(|n| (n, requests::delete_graph_finalize(n)))
+        .to_vec();
+    answers_with(
+        "delete-graph/finalize",
+        &finalize[0].1,
+        r#""finalized":false"#,
+    );
+    bench_pairs(
+        c,
+        "delete-graph-finalize",
+        "delete-graph/finalize",
+        finalize.clone(),
+    );
+    bench_pairs_with(
+        c,
+        "delete-graph-finalize-cold",
+        "delete-graph/finalize",
+        finalize,
+        MemoUse::Cold,
+    );
+    let validate = [10, 100, 1000]
+        .map(|n| (n, requests::delete_graph_validate(n)))
+        .to_vec();
+    answers_with(
+        "delete-graph/validate",
+        &validate[0].1,
+        r#""allowed":true}"#,
+    );
+    bench_pairs(
+        c,
+        "delete-graph-validate",
+        "delete-graph/validate",
+        validate,
+    );
+
+    let customize = [10, 100, 1000]
+        .map(|n| (n, requests::cert_rotation_customize(n)))
+        .to_vec();
+    answers_with(
+        "cert-rotation/customize",
+        &customize[0].1,
+        "meshrootcertificates",
+    );
+    bench_pairs(
+        c,
+        "cert-rotation-customize",
+        "cert-rotation/customize",
+        customize,
+    );
+
+    let sync = [10, 100, 1000]
+        .map(|n| (n, requests::mesh_root_certificate_sync(n)))
+        .to_vec();
+    answers_with(
+        "mesh-root-certificate/sync",
+        &sync[0].1,
+        r#""state":"active""#,
+    );
+    bench_pairs(
+        c,
+        "mesh-root-certificate-sync",
+        "mesh-root-certificate/sync",
+        sync.clone(),
+    );
+    bench_pairs_with(
+        c,
+        "mesh-root-certificate-sync-cold",
+        "mesh-root-certificate/sync",
+        sync,
+        MemoUse::Cold,
+    );
+    let customize = requests::mesh_root_certificate_customize();
+    answers_with(
+        "mesh-root-certificate/customize",
+        &customize,
+        "certificatemanagers",
+    );
+    bench_pairs(
+        c,
+        "mesh-root-certificate-customize",
+        "mesh-root-certificate/customize",
+        one(customize),
+    );
+    let validate = requests::mesh_root_certificate_validate();
+    answers_with(
+        "mesh-root-certificate/validate",
+        &validate,
+        r#""allowed":true}"#,
+    );
+    bench_pairs(
+        c,
+        "mesh-root-certificate-validate",
+        "mesh-root-certificate/validate",
+        one(validate),
+    );
+    let mutate = requests::mesh_root_certificate_mutate();
+    answers_with("mesh-root-certificate/mutate", &mutate, r#""patch":"#);
+    bench_pairs(
+        c,
+        "mesh-root-certificate-mutate",
+        "mesh-root-certificate/mutate",
+        one(mutate),
+    );
+}
+
+criterion_group!(
+    benches,
+    app_discovery,
+    delete_graph,
+    cert_rotation,
+    other_hooks
+);
 criterion_main!(benches);

@@ -93,9 +93,8 @@ fn call(id: &str, body: &Value) -> Value {
     serde_json::from_slice(&out.body).unwrap()
 }
 
-/// A WorkloadSet of `n` workloads, each needing the two before it, every Pod observed running.
-pub fn delete_graph_sync(n: usize) -> Vec<u8> {
-    let ns = "shop";
+/// The spec of a WorkloadSet of `n` workloads, each needing the two before it.
+fn workload_set_spec(n: usize) -> Value {
     let workloads: serde_json::Map<String, Value> = (0..n).map(|i| {
         let mut deps = serde_json::Map::new();
         if i >= 1 { deps.insert(format!("w-{}", i - 1), json!("ADD_COND_RUNNING")); }
@@ -105,10 +104,16 @@ pub fn delete_graph_sync(n: usize) -> Vec<u8> {
                          "spec": {"containers": [{"name": "main", "image": format!("registry.example.com/shop/w-{i}:1.4.2"),
                                                   "env": [{"name": "LOG_LEVEL", "value": "info"}], "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}}]}}}))
     }).collect();
+    json!({"workloads": workloads})
+}
+
+/// A WorkloadSet of `n` workloads, each needing the two before it, every Pod observed running.
+pub fn delete_graph_sync(n: usize) -> Vec<u8> {
+    let ns = "shop";
     let mut request = json!({
         "controller": {"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController", "metadata": {"name": "delete-graph"}},
         "parent": {"apiVersion": "metahooks.dev/v1alpha1", "kind": "WorkloadSet", "metadata": {"name": "shop", "namespace": ns, "uid": "p", "generation": 1},
-                   "spec": {"workloads": workloads}},
+                   "spec": workload_set_spec(n)},
         "children": {"Pod.v1": {}}, "related": {}, "finalizing": false
     });
     // The desired Pods, as the hook names them (dependencies are not part of the name, so one
@@ -139,32 +144,41 @@ pub fn delete_graph_sync(n: usize) -> Vec<u8> {
     serde_json::to_vec(&request).unwrap()
 }
 
+/// A Tresor CA Secret named `<name>-ca`, its certificate and key new.
+fn ca_secret(name: &str, ns: &str, rng: &ring::rand::SystemRandom) -> Value {
+    use base64::Engine;
+    let pair = metahooks_hooks::pki::generate_ca(name, "cluster.local", now(), rng).unwrap();
+    let b = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": server_metadata(&format!("{name}-ca"), ns, "metacontroller"), "type": "Opaque",
+           "data": {"ca.crt": b(&pair.cert_pem), "private.key": b(&pair.key_pem)}})
+}
+
+/// An MRC of `role` whose Tresor CA is the Secret `<name>-ca`.
+fn mrc(name: &str, ns: &str, role: &str) -> Value {
+    json!({"apiVersion": "config.openservicemesh.io/v1alpha2", "kind": "MeshRootCertificate",
+    "metadata": server_metadata(name, ns, "kubectl"),
+    "spec": {"role": role, "trustDomain": "cluster.local", "spiffeEnabled": false, "provider": {"tresor": {"ca": {"secretRef": {"name": format!("{name}-ca"), "namespace": ns}}}}}})
+}
+
+/// The CertificateManager `mesh` of `n` leaves, signing with `mrc-a` and validating with `mrc-b`.
+fn certificate_manager(n: usize, ns: &str) -> Value {
+    let certificates: Vec<Value> = (0..n).map(|i| json!({"secretName": format!("svc-{i}-tls"), "commonName": format!("svc-{i}.{ns}.cluster.local"), "dnsNames": [format!("svc-{i}.{ns}.svc")], "validity": "24h"})).collect();
+    json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "CertificateManager", "metadata": {"name": "mesh", "namespace": ns, "uid": "p", "generation": 1},
+           "spec": {"trustBundle": {"configMapName": "mesh-ca-bundle"}, "certificates": certificates},
+           "status": {"signingIssuer": "mrc-a", "validatingIssuer": "mrc-b"}})
+}
+
 /// A CertificateManager with two MRCs (one active, one passive) and `n` leaves; with `reuse`
 /// every leaf is observed valid (nothing to issue), else none is (all are issued).
 pub fn cert_rotation_sync(n: usize, reuse: bool) -> Vec<u8> {
     let ns = "mesh";
     let rng = ring::rand::SystemRandom::new();
-    let ca = |name: &str, rng: &ring::rand::SystemRandom| {
-        let pair = metahooks_hooks::pki::generate_ca(name, "cluster.local", now(), rng).unwrap();
-        use base64::Engine;
-        let b = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": server_metadata(&format!("{name}-ca"), ns, "metacontroller"), "type": "Opaque",
-               "data": {"ca.crt": b(&pair.cert_pem), "private.key": b(&pair.key_pem)}})
-    };
-    let mrc = |name: &str, role: &str| {
-        json!({"apiVersion": "config.openservicemesh.io/v1alpha2", "kind": "MeshRootCertificate",
-        "metadata": server_metadata(name, ns, "kubectl"),
-        "spec": {"role": role, "trustDomain": "cluster.local", "spiffeEnabled": false, "provider": {"tresor": {"ca": {"secretRef": {"name": format!("{name}-ca"), "namespace": ns}}}}}})
-    };
-    let certificates: Vec<Value> = (0..n).map(|i| json!({"secretName": format!("svc-{i}-tls"), "commonName": format!("svc-{i}.{ns}.cluster.local"), "dnsNames": [format!("svc-{i}.{ns}.svc")], "validity": "24h"})).collect();
-    let secrets = vec![ca("mrc-a", &rng), ca("mrc-b", &rng)];
+    let secrets = vec![ca_secret("mrc-a", ns, &rng), ca_secret("mrc-b", ns, &rng)];
     let mut request = json!({
         "controller": {"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController", "metadata": {"name": "cert-rotation"}},
-        "parent": {"apiVersion": "metahooks.dev/v1alpha1", "kind": "CertificateManager", "metadata": {"name": "mesh", "namespace": ns, "uid": "p", "generation": 1},
-                   "spec": {"trustBundle": {"configMapName": "mesh-ca-bundle"}, "certificates": certificates},
-                   "status": {"signingIssuer": "mrc-a", "validatingIssuer": "mrc-b"}},
+        "parent": certificate_manager(n, ns),
         "children": {"ConfigMap.v1": {}, "Secret.v1": {}},
-        "related": {"MeshRootCertificate.config.openservicemesh.io/v1alpha2": keyed(vec![mrc("mrc-a", "active"), mrc("mrc-b", "passive")]),
+        "related": {"MeshRootCertificate.config.openservicemesh.io/v1alpha2": keyed(vec![mrc("mrc-a", ns, "active"), mrc("mrc-b", ns, "passive")]),
                     "Secret.v1": keyed(secrets.clone())},
         "finalizing": false
     });
@@ -193,4 +207,131 @@ pub fn cert_rotation_sync(n: usize, reuse: bool) -> Vec<u8> {
         request["related"]["Secret.v1"] = keyed(secrets.into_iter().chain(leaves).collect());
     }
     serde_json::to_vec(&request).unwrap()
+}
+
+/// [`delete_graph_sync`]'s request once its WorkloadSet is deleted: the finalize hook's, with
+/// every Pod still running (the teardown's first step).
+pub fn delete_graph_finalize(n: usize) -> Vec<u8> {
+    let mut request: Value = serde_json::from_slice(&delete_graph_sync(n)).unwrap();
+    request["parent"]["metadata"]["deletionTimestamp"] = json!("2026-06-01T11:30:00Z");
+    request["finalizing"] = json!(true);
+    serde_json::to_vec(&request).unwrap()
+}
+
+/// An AdmissionReview v1 as the API server sends it for `operation` on `object` (and `old`, for
+/// an UPDATE): with the user, the options and the dry-run flag it carries.
+fn admission_review(operation: &str, object: &Value, old: Option<&Value>) -> Vec<u8> {
+    let api_version = object["apiVersion"].as_str().unwrap();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let kind = object["kind"].as_str().unwrap();
+    let gvk = json!({"group": group, "version": version, "kind": kind});
+    let gvr = json!({"group": group, "version": version, "resource": format!("{}s", kind.to_lowercase())});
+    let options = if operation == "CREATE" {
+        "CreateOptions"
+    } else {
+        "UpdateOptions"
+    };
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "705ab4f5-6393-11e8-b7cc-42010a800002", "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+                    "name": object["metadata"]["name"], "namespace": object["metadata"]["namespace"], "operation": operation,
+                    "userInfo": {"username": "kubernetes-admin", "uid": "aws-iam-authenticator:123456789012:AROAEXAMPLE", "groups": ["system:masters", "system:authenticated"]},
+                    "object": object, "oldObject": old, "dryRun": false,
+                    "options": {"apiVersion": "meta.k8s.io/v1", "kind": options, "fieldManager": "kubectl-client-side-apply", "fieldValidation": "Strict"}}
+    })).unwrap()
+}
+
+/// The customize request of `controller` for `parent`.
+fn customize_request(controller: &str, kind: &str, parent: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "controller": {"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": kind, "metadata": {"name": controller}},
+        "parent": parent
+    })).unwrap()
+}
+
+/// The AppDiscovery of [`app_discovery_sync`], with its server-side metadata, to customize.
+pub fn app_discovery_customize() -> Vec<u8> {
+    let parent = json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery", "metadata": server_metadata("discovery", "shop", "kubectl"),
+                        "spec": {"selector": {"matchLabels": {"app.kubernetes.io/managed-by": "keptn"}}, "timeoutSeconds": 30}});
+    customize_request("app-discovery", "CompositeController", parent)
+}
+
+/// A KeptnAppCreationRequest created by Keptn's operator, under admission.
+pub fn app_discovery_mutate() -> Vec<u8> {
+    let mut meta = server_metadata("app-0-request", "shop", "keptn-lifecycle-operator");
+    meta["annotations"] = json!({"keptn.sh/app-type": "single-service"});
+    let kacr = json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnAppCreationRequest", "metadata": meta, "spec": {"appName": "app-0"}});
+    admission_review("CREATE", &kacr, None)
+}
+
+/// An update of a WorkloadSet of `n` workloads (as [`delete_graph_sync`]'s, each run once, so
+/// that the webhook has nothing to warn of) that changes the first workload's image, under
+/// admission.
+pub fn delete_graph_validate(n: usize) -> Vec<u8> {
+    let mut spec = workload_set_spec(n);
+    for w in spec["workloads"].as_object_mut().unwrap().values_mut() {
+        w["restartPolicy"] = json!("NEVER");
+    }
+    let old = json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "WorkloadSet", "metadata": server_metadata("shop", "shop", "kubectl"),
+                     "spec": spec});
+    let mut object = old.clone();
+    object["spec"]["workloads"]["w-0"]["template"]["spec"]["containers"][0]["image"] =
+        json!("registry.example.com/shop/w-0:1.4.3");
+    admission_review("UPDATE", &object, Some(&old))
+}
+
+/// The CertificateManager of [`cert_rotation_sync`], `n` leaves, to customize.
+pub fn cert_rotation_customize(n: usize) -> Vec<u8> {
+    customize_request(
+        "cert-rotation",
+        "CompositeController",
+        certificate_manager(n, "mesh"),
+    )
+}
+
+/// The sync of the active MRC of [`cert_rotation_sync`]'s two: its CA Secret generated by
+/// metahooks and attached, the CertificateManager of `n` leaves signing with it (the longest
+/// validity among those leaves bounds how long the MRC's grace lasts), the other MRC passive.
+pub fn mesh_root_certificate_sync(n: usize) -> Vec<u8> {
+    let ns = "mesh";
+    let rng = ring::rand::SystemRandom::new();
+    let mut ca = ca_secret("mrc-a", ns, &rng);
+    ca["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "metahooks", "metahooks.dev/mesh-root-certificate": "mrc-a"});
+    let mut active = mrc("mrc-a", ns, "active");
+    active["status"] = json!({"state": "active", "conditions": []});
+    serde_json::to_vec(&json!({
+        "controller": {"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "DecoratorController", "metadata": {"name": "mesh-root-certificate"}},
+        "object": active,
+        "attachments": {"Secret.v1": keyed(vec![ca.clone()])},
+        "related": {"MeshRootCertificate.config.openservicemesh.io/v1alpha2": keyed(vec![active.clone(), mrc("mrc-b", ns, "passive")]),
+                    "CertificateManager.metahooks.dev/v1alpha1": keyed(vec![certificate_manager(n, ns)]),
+                    "Secret.v1": keyed(vec![ca])},
+        "finalizing": false
+    })).unwrap()
+}
+
+/// An MRC, to customize.
+pub fn mesh_root_certificate_customize() -> Vec<u8> {
+    customize_request(
+        "mesh-root-certificate",
+        "DecoratorController",
+        mrc("mrc-a", "mesh", "active"),
+    )
+}
+
+/// An update of a passive MRC to active (its CA trusted everywhere first), under admission.
+pub fn mesh_root_certificate_validate() -> Vec<u8> {
+    let old = mrc("mrc-b", "mesh", "passive");
+    let mut object = old.clone();
+    object["spec"]["role"] = json!("active");
+    admission_review("UPDATE", &object, Some(&old))
+}
+
+/// A new MRC without the fields the webhook defaults, under admission.
+pub fn mesh_root_certificate_mutate() -> Vec<u8> {
+    let mut object = mrc("mrc-c", "mesh", "passive");
+    let spec = object["spec"].as_object_mut().unwrap();
+    spec.remove("trustDomain");
+    spec.remove("spiffeEnabled");
+    admission_review("CREATE", &object, None)
 }
