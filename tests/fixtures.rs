@@ -115,6 +115,23 @@ async fn every_fixture_pair_matches_its_golden_response() {
     eprintln!("{checked} fixture pairs matched");
 }
 
+/// Every hook of the table has a fixture it answers (not only ones it refuses), so that the
+/// tests here that run every hook's fixtures (the golden answers, `metahooks run`, each field
+/// removed or retyped) run on each hook; a hook added without one fails here (README, "Adding a
+/// hook").
+#[test]
+fn every_hook_has_a_fixture_it_answers() {
+    let without: Vec<&str> = HOOKS
+        .iter()
+        .filter(|h| request_fixtures(h).iter().all(|f| is_bad_request(f)))
+        .map(|h| h.id)
+        .collect();
+    assert!(
+        without.is_empty(),
+        "hooks without a fixture they answer: {without:?}"
+    );
+}
+
 /// `metahooks run` runs the hook the server runs (API.md "The program"): every request fixture
 /// given to the binary as a file, at the fixtures' clock, prints its golden response, and one
 /// the server refuses with a 400 exits non-zero naming the same path and problem.

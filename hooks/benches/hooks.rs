@@ -11,9 +11,14 @@ mod requests;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use metahooks_hooks::cert_rotation::sync::ANNOTATION_SEAL;
 use metahooks_hooks::memo::Memo;
-use metahooks_hooks::registry::{find, HookContext};
+use metahooks_hooks::registry::{find, HookContext, HOOKS};
+use std::collections::BTreeSet;
 use std::hint::black_box;
+use std::sync::Mutex;
 use std::time::Duration;
+
+/// The hooks benched so far in this run.
+static BENCHED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
 
 fn floor(body: &[u8]) -> Vec<u8> {
     let v: serde_json::Value = serde_json::from_slice(body).unwrap();
@@ -89,6 +94,7 @@ fn bench_pairs_with(
     cases: Vec<(usize, Vec<u8>)>,
     memo: MemoUse,
 ) {
+    BENCHED.lock().unwrap().insert(find(hook).unwrap().id);
     let mut g = c.benchmark_group(group);
     g.warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
@@ -405,11 +411,24 @@ fn other_hooks(c: &mut Criterion) {
     );
 }
 
+/// Every hook of the table has a bench above: one added without a bench fails `make test`,
+/// which runs each bench once (README, "Adding a hook").
+fn every_hook_benched(_: &mut Criterion) {
+    let benched = BENCHED.lock().unwrap();
+    let missing: Vec<&str> = HOOKS
+        .iter()
+        .map(|h| h.id)
+        .filter(|id| !benched.contains(id))
+        .collect();
+    assert!(missing.is_empty(), "hooks without a bench: {missing:?}");
+}
+
 criterion_group!(
     benches,
     app_discovery,
     delete_graph,
     cert_rotation,
-    other_hooks
+    other_hooks,
+    every_hook_benched
 );
 criterion_main!(benches);
