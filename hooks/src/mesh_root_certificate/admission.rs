@@ -2,13 +2,45 @@
 //! rules that need only the object under admission. Rules across MRCs are the sync hooks' job.
 
 use super::model::{provider_keys, DEFAULT_TRUST_DOMAIN};
-use crate::contract::{AdmissionRequest, AdmissionResponse, PatchOp};
+use crate::contract::{map_only, null_as_default, AdmissionRequest, AdmissionResponse, PatchOp};
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 const NAMESPACE_CONTROLLER: &str = "system:serviceaccount:kube-system:namespace-controller";
 const ALLOW_DELETE: &str = "metahooks.dev/allow-delete";
 
-fn is_mrc(req: &AdmissionRequest<Value>) -> bool {
+/// The parts of an object under admission that the rules below read. The rest (managedFields,
+/// labels, owner references) is skipped unread; each part read is taken as any JSON, and the
+/// rules say what another type than the one expected means.
+#[derive(Debug, Default, Deserialize)]
+#[serde(remote = "Self")]
+pub struct Admitted {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub metadata: AdmittedMeta,
+    #[serde(default)]
+    pub spec: Value,
+    #[serde(default)]
+    pub status: Value,
+}
+
+/// The metadata the rules read: the name and namespace a denial names, and the annotations.
+#[derive(Debug, Default, Deserialize)]
+#[serde(remote = "Self")]
+pub struct AdmittedMeta {
+    #[serde(default)]
+    pub name: Value,
+    #[serde(default)]
+    pub namespace: Value,
+    #[serde(default)]
+    pub annotations: Value,
+}
+
+map_only! {
+    impl['de] Admitted;
+    impl['de] AdmittedMeta;
+}
+
+fn is_mrc(req: &AdmissionRequest<Admitted>) -> bool {
     req.kind.kind == "MeshRootCertificate"
 }
 
@@ -182,17 +214,17 @@ fn update_rule(old: &Value, new: &Value) -> Option<(&'static str, String)> {
     }
 }
 
-fn delete_rule(req: &AdmissionRequest<Value>, old: &Value) -> Option<(&'static str, String)> {
-    if req.user_info.username == NAMESPACE_CONTROLLER
-        || text(
-            old,
-            &format!("/metadata/annotations/{}", ALLOW_DELETE.replace('/', "~1")),
-        ) == Some("true")
-    {
+fn delete_rule(req: &AdmissionRequest<Admitted>, old: &Admitted) -> Option<(&'static str, String)> {
+    let allowed_by_annotation = old
+        .metadata
+        .annotations
+        .get(ALLOW_DELETE)
+        .and_then(Value::as_str)
+        == Some("true");
+    if req.user_info.username == NAMESPACE_CONTROLLER || allowed_by_annotation {
         return None;
     }
-    let spec = old.get("spec").unwrap_or(&Value::Null);
-    let status = old.get("status").unwrap_or(&Value::Null);
+    let status = &old.status;
     let in_use_condition = status
         .get("conditions")
         .and_then(Value::as_array)
@@ -205,7 +237,7 @@ fn delete_rule(req: &AdmissionRequest<Value>, old: &Value) -> Option<(&'static s
         text(status, "/state"),
         Some("active" | "issuingRollout" | "validatingRollout" | "issuingRollback")
     );
-    if role_of(spec) == Ok("active") || in_use_condition || busy_state {
+    if role_of(&old.spec) == Ok("active") || in_use_condition || busy_state {
         Some((
             "delete-in-use",
             "it is active or in use; make it inactive first, or annotate it metahooks.dev/allow-delete: \"true\"".into(),
@@ -216,30 +248,22 @@ fn delete_rule(req: &AdmissionRequest<Value>, old: &Value) -> Option<(&'static s
 }
 
 /// The validating webhook: only the first failing rule is reported.
-pub fn validate(req: &AdmissionRequest<Value>) -> AdmissionResponse {
+pub fn validate(req: &AdmissionRequest<Admitted>) -> AdmissionResponse {
     if !is_mrc(req) {
         return AdmissionResponse::allow(&req.uid);
     }
     let object = req.object.as_ref().or(req.old_object.as_ref());
-    let meta = |k: &str| {
+    let meta = |own: fn(&AdmittedMeta) -> &Value, given: &Option<String>| {
         object
-            .and_then(|o| o.pointer(&format!("/metadata/{k}")))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .or_else(|| {
-                if k == "name" {
-                    req.name.clone()
-                } else {
-                    req.namespace.clone()
-                }
-            })
+            .and_then(|o| own(&o.metadata).as_str())
+            .or(given.as_deref())
             .unwrap_or_default()
+            .to_owned()
     };
-    let spec_of = |o: &Value| o.get("spec").cloned().unwrap_or(Value::Null);
     let failed = match req.operation.as_str() {
-        "CREATE" => req.object.as_ref().and_then(|o| create_rule(&spec_of(o))),
+        "CREATE" => req.object.as_ref().and_then(|o| create_rule(&o.spec)),
         "UPDATE" => match (&req.old_object, &req.object) {
-            (Some(old), Some(new)) => update_rule(&spec_of(old), &spec_of(new)),
+            (Some(old), Some(new)) => update_rule(&old.spec, &new.spec),
             _ => None,
         },
         "DELETE" => req
@@ -255,15 +279,15 @@ pub fn validate(req: &AdmissionRequest<Value>) -> AdmissionResponse {
             403,
             format!(
                 "{key}: MeshRootCertificate {}/{}: {explanation}",
-                meta("namespace"),
-                meta("name")
+                meta(|m| &m.namespace, &req.namespace),
+                meta(|m| &m.name, &req.name)
             ),
         ),
     }
 }
 
 /// The mutating webhook: defaults for absent fields on CREATE.
-pub fn mutate(req: &AdmissionRequest<Value>) -> AdmissionResponse {
+pub fn mutate(req: &AdmissionRequest<Admitted>) -> AdmissionResponse {
     let allow = AdmissionResponse::allow(&req.uid);
     if !is_mrc(req) || req.operation != "CREATE" {
         return allow;
@@ -276,8 +300,8 @@ pub fn mutate(req: &AdmissionRequest<Value>) -> AdmissionResponse {
         ("trustDomain", json!(DEFAULT_TRUST_DOMAIN)),
         ("spiffeEnabled", json!(false)),
     ];
-    let ops = match object.get("spec") {
-        Some(Value::Object(spec)) => defaults
+    let ops = match &object.spec {
+        Value::Object(spec) => defaults
             .into_iter()
             .filter(|(k, _)| spec.get(*k).is_none_or(Value::is_null))
             .map(|(k, v)| PatchOp::add(format!("/spec/{k}"), v))

@@ -6,10 +6,12 @@ pub mod model;
 pub mod sync;
 
 use crate::contract::{
-    decode, parent_namespace, CustomizeRequest, CustomizeResponse, RelatedResourceRule,
+    decode, parent_namespace, AdmissionReview, CustomizeRequest, CustomizeResponse,
+    RelatedResourceRule,
 };
 use crate::registry::{HookContext, HookOutput, Subject};
 use crate::RequestError;
+use admission::Admitted;
 use model::{tresor_secret_name, Mrc, MANAGER_API, MRC_API};
 use sync::SyncRequest;
 
@@ -60,14 +62,14 @@ pub fn sync_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestEr
 
 /// `POST /mesh-root-certificate/validate`.
 pub fn validate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, RequestError> {
-    let review: crate::contract::AdmissionReview<serde_json::Value> = decode(body)?;
+    let review: AdmissionReview<Admitted> = decode(body)?;
     let response = admission::validate(&review.request);
     HookOutput::admission(&review, response)
 }
 
 /// `POST /mesh-root-certificate/mutate`.
 pub fn mutate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, RequestError> {
-    let review: crate::contract::AdmissionReview<serde_json::Value> = decode(body)?;
+    let review: AdmissionReview<Admitted> = decode(body)?;
     let response = admission::mutate(&review.request);
     HookOutput::admission(&review, response)
 }

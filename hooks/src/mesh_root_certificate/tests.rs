@@ -392,7 +392,7 @@ fn review(
     object: Option<Value>,
     old: Option<Value>,
     user: &str,
-) -> AdmissionReview<Value> {
+) -> AdmissionReview<super::admission::Admitted> {
     serde_json::from_value(json!({"request": {"uid": "u-7", "kind": {"group": "config.openservicemesh.io", "version": "v1alpha2", "kind": "MeshRootCertificate"},
         "operation": op, "name": "a", "namespace": NS, "object": object, "oldObject": old, "userInfo": {"username": user}}})).unwrap()
 }
