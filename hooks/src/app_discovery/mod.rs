@@ -5,11 +5,12 @@ pub mod sync;
 pub mod version;
 
 use crate::contract::{
-    decode, escape_pointer, parent_namespace, AdmissionResponse, AdmissionReview, CustomizeRequest,
-    CustomizeResponse, Object, PatchOp, RelatedResourceRule,
+    decode, escape_pointer, map_only, parent_namespace, AdmissionResponse, AdmissionReview,
+    CustomizeRequest, CustomizeResponse, Object, PatchOp, RelatedResourceRule,
 };
 use crate::registry::{HookContext, HookOutput, Subject};
 use crate::RequestError;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use sync::{SyncRequest, KEPTN_API, MANAGED_BY};
 
@@ -46,20 +47,43 @@ pub fn sync_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestEr
     })
 }
 
+/// The part of an object under admission that the mutating webhook reads: its labels. The rest
+/// (managedFields above all) is skipped unread.
+#[derive(Debug, Deserialize)]
+#[serde(remote = "Self")]
+struct Labelled {
+    /// Absent or null: none.
+    #[serde(default)]
+    metadata: Option<LabelsOnly>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(remote = "Self")]
+struct LabelsOnly {
+    /// Taken as any JSON: a map is added to, anything else replaced.
+    #[serde(default)]
+    labels: Value,
+}
+
+map_only! {
+    impl['de] Labelled;
+    impl['de] LabelsOnly;
+}
+
 /// `POST /app-discovery/mutate`: labels new KeptnAppCreationRequests `managed-by: keptn` so that
 /// the AppDiscovery adopts them. Never denies.
 pub fn mutate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, RequestError> {
-    let review: AdmissionReview<Value> = decode(body)?;
+    let review: AdmissionReview<Labelled> = decode(body)?;
     let req = &review.request;
     let applies = req.operation == "CREATE"
         && req.kind.group == "lifecycle.keptn.sh"
         && req.kind.kind == "KeptnAppCreationRequest";
     let mut ops = Vec::new();
     if let (true, Some(object)) = (applies, req.object.as_ref()) {
-        let metadata = object.get("metadata");
-        let labels = metadata.and_then(|m| m.get("labels"));
-        match labels {
-            Some(Value::Object(labels)) => {
+        match &object.metadata {
+            Some(LabelsOnly {
+                labels: Value::Object(labels),
+            }) => {
                 if labels.get(MANAGED_BY).and_then(Value::as_str) != Some("keptn") {
                     ops.push(PatchOp::add(
                         format!("/metadata/labels/{}", escape_pointer(MANAGED_BY)),
@@ -67,13 +91,13 @@ pub fn mutate_hook(body: &[u8], _ctx: &HookContext) -> Result<HookOutput, Reques
                     ));
                 }
             }
-            _ if metadata.is_some_and(Value::is_object) => {
+            Some(_) => {
                 ops.push(PatchOp::add(
                     "/metadata/labels",
                     json!({ MANAGED_BY: "keptn" }),
                 ));
             }
-            _ => ops.push(PatchOp::add(
+            None => ops.push(PatchOp::add(
                 "/metadata",
                 json!({"labels": { MANAGED_BY: "keptn" }}),
             )),
