@@ -386,6 +386,53 @@ async fn an_observed_child_of_a_broken_shape_fails_the_request_instead_of_being_
     assert!(checked > 100, "only {checked} cases");
 }
 
+/// An object under admission that is not a JSON object, or whose metadata is not one, is a 400
+/// naming it at the webhooks that read it field by field (the MRC's two and the
+/// KeptnAppCreationRequest's, docs/DECISIONS.md "An array where an object belongs"); delete-graph's,
+/// which reads its object whole, allows it with a warning.
+#[tokio::test]
+async fn an_admission_object_that_is_not_an_object_is_a_400_naming_it() {
+    use serde_json::json;
+    let fixtures = [
+        "mesh-root-certificate/validate-create-allowed",
+        "mesh-root-certificate/mutate-defaults-absent-fields",
+        "app-discovery/mutate-adds-label",
+    ];
+    for fixture in fixtures {
+        let (controller, case) = fixture.split_once('/').unwrap();
+        let route = format!("/{controller}/{}", case.split('-').next().unwrap());
+        let request =
+            read_json(&common::fixture_path(controller).join(format!("{case}.request.json")));
+        for (at, value) in [
+            ("request.object", json!(["x"])),
+            ("request.object", json!("x")),
+            ("request.object.metadata", json!(["x"])),
+            ("request.object.metadata", json!(1)),
+        ] {
+            let mut body = request.clone();
+            let pointer = format!("/{}", at.replace('.', "/"));
+            *body.pointer_mut(&pointer).unwrap() = value.clone();
+            let case = format!("{fixture}: {at} = {value}");
+            assert_eq!(refused_at(&route, &body, &case).await, at, "{case}");
+        }
+    }
+    let request = read_json(
+        &common::fixture_path("delete-graph").join("validate-chain-allowed.request.json"),
+    );
+    let mut body = request.clone();
+    body["request"]["object"] = json!(["x"]);
+    let (status, answer) =
+        answer("/delete-graph/validate", serde_json::to_vec(&body).unwrap()).await;
+    assert_eq!(
+        (status, &answer["response"]["allowed"]),
+        (200, &json!(true))
+    );
+    assert_eq!(
+        answer["response"]["warnings"],
+        json!(["no object to validate; allowed"])
+    );
+}
+
 /// An object of a type the hook does not keep could only be left out of the answer, and
 /// Metacontroller would delete it: a controller that declares such a type (or a kept kind in
 /// another version, which is another type key) gets a 400 naming the type key as soon as one

@@ -10,9 +10,10 @@ const NAMESPACE_CONTROLLER: &str = "system:serviceaccount:kube-system:namespace-
 const ALLOW_DELETE: &str = "metahooks.dev/allow-delete";
 
 /// The parts of an object under admission that the rules below read. The rest (managedFields,
-/// labels, owner references) is skipped unread; each part read is taken as any JSON, and the
-/// rules say what another type than the one expected means.
-#[derive(Debug, Default, Deserialize)]
+/// labels, owner references) is skipped unread. The object and its metadata are maps (a 400
+/// otherwise, as everywhere); each field read is taken as any JSON, and the rules say what
+/// another type than the one expected means.
+#[derive(Debug, Deserialize)]
 #[serde(remote = "Self")]
 pub struct Admitted {
     #[serde(default, deserialize_with = "null_as_default")]
