@@ -280,135 +280,81 @@ fn answers_with(hook: &str, body: &[u8], expect: &str) {
     assert!(text.contains(expect), "{hook} answered {text}");
 }
 
-/// One size of a request whose shape is fixed.
-fn one(body: Vec<u8>) -> Vec<(usize, Vec<u8>)> {
-    vec![(1, body)]
-}
-
 /// The customize, finalize, admission and decorator hooks: the requests Metacontroller and the
-/// API server send them less often than a sync's.
+/// API server send them less often than a sync's. A request whose shape is fixed (one object)
+/// is measured at size 1.
 fn other_hooks(c: &mut Criterion) {
-    let customize = requests::app_discovery_customize();
-    answers_with("app-discovery/customize", &customize, "keptnworkloads");
-    bench_pairs(
-        c,
-        "app-discovery-customize",
-        "app-discovery/customize",
-        one(customize),
-    );
-    let mutate = requests::app_discovery_mutate();
-    answers_with("app-discovery/mutate", &mutate, r#""patch":"#);
-    bench_pairs(
-        c,
-        "app-discovery-mutate",
-        "app-discovery/mutate",
-        one(mutate),
-    );
-
-    let finalize = [10, 100, 1000, 10000]
-        .map(|n| (n, requests::delete_graph_finalize(n)))
-        .to_vec();
-    answers_with(
-        "delete-graph/finalize",
-        &finalize[0].1,
-        r#""finalized":false"#,
-    );
-    bench_pairs(
-        c,
-        "delete-graph-finalize",
-        "delete-graph/finalize",
-        finalize.clone(),
-    );
-    bench_pairs_with(
-        c,
-        "delete-graph-finalize-cold",
-        "delete-graph/finalize",
-        finalize,
-        MemoUse::Cold,
-    );
-    let validate = [10, 100, 1000]
-        .map(|n| (n, requests::delete_graph_validate(n)))
-        .to_vec();
-    answers_with(
-        "delete-graph/validate",
-        &validate[0].1,
-        r#""allowed":true}"#,
-    );
-    bench_pairs(
-        c,
-        "delete-graph-validate",
-        "delete-graph/validate",
-        validate,
-    );
-
-    let customize = [10, 100, 1000]
-        .map(|n| (n, requests::cert_rotation_customize(n)))
-        .to_vec();
-    answers_with(
-        "cert-rotation/customize",
-        &customize[0].1,
-        "meshrootcertificates",
-    );
-    bench_pairs(
-        c,
-        "cert-rotation-customize",
-        "cert-rotation/customize",
-        customize,
-    );
-
-    let sync = [10, 100, 1000]
-        .map(|n| (n, requests::mesh_root_certificate_sync(n)))
-        .to_vec();
-    answers_with(
-        "mesh-root-certificate/sync",
-        &sync[0].1,
-        r#""state":"active""#,
-    );
-    bench_pairs(
-        c,
-        "mesh-root-certificate-sync",
-        "mesh-root-certificate/sync",
-        sync.clone(),
-    );
-    bench_pairs_with(
-        c,
-        "mesh-root-certificate-sync-cold",
-        "mesh-root-certificate/sync",
-        sync,
-        MemoUse::Cold,
-    );
-    let customize = requests::mesh_root_certificate_customize();
-    answers_with(
-        "mesh-root-certificate/customize",
-        &customize,
-        "certificatemanagers",
-    );
-    bench_pairs(
-        c,
-        "mesh-root-certificate-customize",
-        "mesh-root-certificate/customize",
-        one(customize),
-    );
-    let validate = requests::mesh_root_certificate_validate();
-    answers_with(
-        "mesh-root-certificate/validate",
-        &validate,
-        r#""allowed":true}"#,
-    );
-    bench_pairs(
-        c,
-        "mesh-root-certificate-validate",
-        "mesh-root-certificate/validate",
-        one(validate),
-    );
-    let mutate = requests::mesh_root_certificate_mutate();
-    answers_with("mesh-root-certificate/mutate", &mutate, r#""patch":"#);
-    bench_pairs(
-        c,
-        "mesh-root-certificate-mutate",
-        "mesh-root-certificate/mutate",
-        one(mutate),
-    );
+    type Cases = Vec<(usize, Vec<u8>)>;
+    let sized = |sizes: &[usize], generate: fn(usize) -> Vec<u8>| -> Cases {
+        sizes.iter().map(|&n| (n, generate(n))).collect()
+    };
+    let one = |body: Vec<u8>| -> Cases { vec![(1, body)] };
+    // The hook, its requests, what its answer to the first holds, and whether a group with
+    // empty memos follows (the first answer after a start).
+    let benches: [(&str, Cases, &str, bool); 9] = [
+        (
+            "app-discovery/customize",
+            one(requests::app_discovery_customize()),
+            "keptnworkloads",
+            false,
+        ),
+        (
+            "app-discovery/mutate",
+            one(requests::app_discovery_mutate()),
+            r#""patch":"#,
+            false,
+        ),
+        (
+            "delete-graph/finalize",
+            sized(&[10, 100, 1000, 10000], requests::delete_graph_finalize),
+            r#""finalized":false"#,
+            true,
+        ),
+        (
+            "delete-graph/validate",
+            sized(&[10, 100, 1000], requests::delete_graph_validate),
+            r#""allowed":true}"#,
+            false,
+        ),
+        (
+            "cert-rotation/customize",
+            sized(&[10, 100, 1000], requests::cert_rotation_customize),
+            "meshrootcertificates",
+            false,
+        ),
+        (
+            "mesh-root-certificate/sync",
+            sized(&[10, 100, 1000], requests::mesh_root_certificate_sync),
+            r#""state":"active""#,
+            true,
+        ),
+        (
+            "mesh-root-certificate/customize",
+            one(requests::mesh_root_certificate_customize()),
+            "certificatemanagers",
+            false,
+        ),
+        (
+            "mesh-root-certificate/validate",
+            one(requests::mesh_root_certificate_validate()),
+            r#""allowed":true}"#,
+            false,
+        ),
+        (
+            "mesh-root-certificate/mutate",
+            one(requests::mesh_root_certificate_mutate()),
+            r#""patch":"#,
+            false,
+        ),
+    ];
+    for (hook, cases, expect, cold) in benches {
+        answers_with(hook, &cases[0].1, expect);
+        let group = hook.replace('/', "-");
+        bench_pairs(c, &group, hook, cases.clone());
+        if cold {
+            bench_pairs_with(c, &format!("{group}-cold"), hook, cases, MemoUse::Cold);
+        }
+    }
 }
 
 /// Every hook of the table has a bench above: one added without a bench fails `make test`,
