@@ -24,10 +24,14 @@ fn main() {
     );
     std::fs::create_dir_all(&dir).unwrap();
     type Gen = fn(usize) -> Vec<u8>;
-    let gens: [(&str, Gen); 3] = [
+    let gens: [(&str, Gen); 4] = [
         ("app-discovery", requests::app_discovery_sync),
         ("delete-graph", requests::delete_graph_sync),
         ("cert-rotation", |n| requests::cert_rotation_sync(n, true)),
+        (
+            "mesh-root-certificate",
+            requests::mesh_root_certificate_sync,
+        ),
     ];
     for (route, generate) in gens {
         for (label, target) in [

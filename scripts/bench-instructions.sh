@@ -22,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
-ROUTES=${ROUTES:-app-discovery delete-graph cert-rotation}
+ROUTES=${ROUTES:-app-discovery delete-graph cert-rotation mesh-root-certificate}
 SIZES=${SIZES:-25k 200k 1700k}
 OUT=target/load
 

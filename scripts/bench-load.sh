@@ -3,8 +3,8 @@
 # against the release metahooks and three floors built in the same run: an echo server (reads
 # the body, fixed answer), a scan server (serde_json checks the body is JSON, keeping nothing,
 # then the same fixed answer) and a naive JSON server (parses into serde_json::Value, writes
-# `related` back). Bounded: DURATION seconds per run (default 3; with 3 rounds, 3 routes and 3
-# sizes about 7 minutes) on 127.0.0.1 only. Prints a markdown table, and last which of the
+# `related` back). Bounded: DURATION seconds per run (default 3; with 3 rounds, 4 routes and 3
+# sizes about 9 minutes) on 127.0.0.1 only. Prints a markdown table, and last which of the
 # performance issue's loopback, memory and start-up targets this run met.
 # ROUTES and SIZES narrow the run; FEATURES=mimalloc builds the server with mimalloc; IMAGE=1
 # measures the container image's binary (scripts/image-binary.sh: static, glibc) instead of the
@@ -44,7 +44,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-3}
-ROUTES=${ROUTES:-app-discovery delete-graph cert-rotation}
+ROUTES=${ROUTES:-app-discovery delete-graph cert-rotation mesh-root-certificate}
 SIZES=${SIZES:-25k 200k 1700k}
 FEATURES=${FEATURES:-}
 CONNECTIONS=${CONNECTIONS:-32}
