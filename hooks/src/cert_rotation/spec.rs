@@ -6,6 +6,9 @@ use crate::mesh_root_certificate::model::{
 };
 use crate::meta::is_dns1123_subdomain;
 use foldhash::{HashSet, HashSetExt};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use std::fmt;
 use time::Duration;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,16 +109,138 @@ pub fn parse(spec: &Json) -> Result<ManagerSpec, String> {
     })
 }
 
-/// The longest leaf validity a manager spec asks for, if any parse (the MRC grace period).
-pub fn longest_validity(spec: &Json) -> Option<Duration> {
-    spec.get("certificates")?
-        .as_array()?
-        .iter()
-        .filter_map(|c| match c.get("validity") {
-            None | Some(Json::Null) => Some(DEFAULT_VALIDITY),
-            Some(v) => v.as_str().and_then(|s| parse_validity(s).ok()),
+/// What the MRC sync reads of a CertificateManager's spec: the longest leaf validity it asks
+/// for, if any parse (the MRC grace period, cert-rotation.md §4.3), worked out as the spec is
+/// decoded, the rest skipped. Any JSON is taken, as a spec the manager's own sync refuses may
+/// still be in the namespace: a spec that is not a map, or whose `certificates` is not a list,
+/// asks for none; an entry that is not a map, or has no `validity` or a null one, for the
+/// default; a `validity` that is not a duration string within bounds, for none. A key given
+/// twice counts as its last, as everywhere a hook decodes a map.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LongestValidity(pub Option<Duration>);
+
+impl<'de> Deserialize<'de> for LongestValidity {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Validities::Spec.deserialize(d).map(LongestValidity)
+    }
+}
+
+/// The level of a manager spec [`LongestValidity`] reads a value at; each reads to the longest
+/// validity its value asks for.
+#[derive(Clone, Copy)]
+enum Validities {
+    Spec,
+    Certificates,
+    Entry,
+    Validity,
+}
+
+impl Validities {
+    /// What a value of a JSON type this level does not read asks for.
+    fn other(self) -> Option<Duration> {
+        match self {
+            Validities::Entry => Some(DEFAULT_VALIDITY),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Validities {
+    type Value = Option<Duration>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Validities {
+    type Value = Option<Duration>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (read, inner, mut longest) = match self {
+            Validities::Spec => (Some("certificates"), Validities::Certificates, None),
+            Validities::Entry => (Some("validity"), Validities::Validity, self.other()),
+            _ => (None, self, self.other()),
+        };
+        while let Some(is_read) = map.next_key_seed(KeyIs(read))? {
+            if is_read {
+                longest = map.next_value_seed(inner)?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(longest)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut longest = None;
+        if let Validities::Certificates = self {
+            while let Some(entry) = seq.next_element_seed(Validities::Entry)? {
+                longest = longest.max(entry);
+            }
+        } else {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            longest = self.other();
+        }
+        Ok(longest)
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(match self {
+            Validities::Validity => parse_validity(s).ok(),
+            _ => self.other(),
         })
-        .max()
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(match self {
+            Validities::Validity => Some(DEFAULT_VALIDITY),
+            _ => self.other(),
+        })
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(self.other())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(self.other())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(self.other())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(self.other())
+    }
+}
+
+/// A map key, read as whether it is the one key asked for (`None`: none is), not kept.
+struct KeyIs(Option<&'static str>);
+
+impl<'de> DeserializeSeed<'de> for KeyIs {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyIs {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<bool, E> {
+        Ok(self.0 == Some(key))
+    }
 }
 
 #[cfg(test)]
@@ -183,12 +308,54 @@ mod tests {
 
     #[test]
     fn rule_4_3_grace_is_the_longest_validity() {
-        let spec =
-            Json::from(json!({"certificates": [{"validity": "2h"}, {}, {"validity": "bogus"}]}));
-        assert_eq!(longest_validity(&spec), Some(Duration::hours(24)));
-        assert_eq!(longest_validity(&Json::from(json!({}))), None);
-        // Too long is invalid, as "bogus" is: that manager issues nothing with it.
-        let spec = Json::from(json!({"certificates": [{"validity": "99999999999h"}]}));
-        assert_eq!(longest_validity(&spec), None);
+        let longest = |spec: &str| serde_json::from_str::<LongestValidity>(spec).unwrap().0;
+        let cases = [
+            (
+                r#"{"certificates": [{"validity": "2h"}, {}, {"validity": "bogus"}]}"#,
+                Some(24),
+            ),
+            (
+                r#"{"certificates": [{"validity": "2h"}, {"validity": "30h"}]}"#,
+                Some(30),
+            ),
+            (
+                r#"{"certificates": [{"validity": "2h"}, {"validity": null}]}"#,
+                Some(24),
+            ),
+            // An entry that is not a map asks for the default, as one without a validity.
+            (r#"{"certificates": [{"validity": "2h"}, 7]}"#, Some(24)),
+            (r#"{"certificates": [{"validity": "2h"}, true]}"#, Some(24)),
+            (r#"{"certificates": [{"validity": "2h"}, -1]}"#, Some(24)),
+            (r#"{"certificates": [{"validity": "2h"}, 1.5]}"#, Some(24)),
+            (r#"{"certificates": [{"validity": "2h"}, "x"]}"#, Some(24)),
+            // A validity that is not a string asks for none; escapes are read.
+            (
+                r#"{"certificates": [{"validity": 48}, {"validity": "3\u0068"}]}"#,
+                Some(3),
+            ),
+            // The last of a key given twice counts.
+            (
+                r#"{"certificates": [{"validity": "2h", "validity": "5h"}]}"#,
+                Some(5),
+            ),
+            (
+                r#"{"certificates": [{"validity": "5h"}], "certificates": []}"#,
+                None,
+            ),
+            (
+                r#"{"certificates": [], "trustBundle": {"certificates": [{}]}}"#,
+                None,
+            ),
+            (r#"{"certificates": {"validity": "2h"}}"#, None),
+            (r#"["certificates"]"#, None),
+            (r#""spec""#, None),
+            ("null", None),
+            ("{}", None),
+            // Too long is invalid, as "bogus" is: that manager issues nothing with it.
+            (r#"{"certificates": [{"validity": "99999999999h"}]}"#, None),
+        ];
+        for (spec, hours) in cases {
+            assert_eq!(longest(spec), hours.map(Duration::hours), "{spec}");
+        }
     }
 }

@@ -5,9 +5,11 @@ use super::model::{
     b64, check_combination, provider, role, trust_domain, DataObject, DataObjectOut, DataValue,
     Mrc, Provider, Role, MANAGED_BY, MANAGER_KEY, MRC_KEY, SECRET_KEY,
 };
-use crate::cert_rotation::spec::longest_validity;
-use crate::cert_rotation::sync::Manager;
-use crate::contract::{object_maps, DecoratorRequest, DecoratorResponse, MetaOut, Text};
+use crate::cert_rotation::spec::LongestValidity;
+use crate::cert_rotation::sync::ManagerStatus;
+use crate::contract::{
+    object_maps, DecoratorRequest, DecoratorResponse, MetaOut, NameMeta, Object, Text,
+};
 use crate::meta::{parse_rfc3339, Condition, LABEL_VALUE_MAX_LEN};
 use crate::pki::{generate_ca, CheckedCas};
 use ring::rand::SecureRandom;
@@ -25,6 +27,10 @@ object_maps! {
         secrets: DataObject<'a> = SECRET_KEY,
     }
 }
+
+/// A CertificateManager as this sync reads it: its namespace, the issuers its status names and
+/// the longest leaf validity its spec asks for.
+pub type Manager<'a> = Object<'a, LongestValidity, ManagerStatus<'a>, NameMeta<'a>>;
 
 object_maps! {
     /// The namespace's MRCs and CertificateManagers, and the named CA Secret.
@@ -69,13 +75,12 @@ pub fn sync<'a>(
     let mrc = &req.object;
     let name = mrc.metadata.name.as_str();
     let ns = mrc.metadata.namespace.as_deref().unwrap_or("");
-    let in_ns = |meta: &crate::contract::ObjectMeta| meta.namespace_or(ns) == ns;
     let managers: Vec<&Manager> = req
         .related
         .managers
         .iter()
         .map(Arc::as_ref)
-        .filter(|m| in_ns(&m.metadata))
+        .filter(|m| m.metadata.namespace_or(ns) == ns)
         .collect();
 
     let mut usage = Usage::default();
@@ -207,7 +212,7 @@ fn grace_left(req: &SyncRequest, ns: &str, in_use: &Condition, now: OffsetDateTi
         .managers
         .iter()
         .filter(|m| m.metadata.namespace_or(ns) == ns)
-        .filter_map(|m| longest_validity(&m.spec))
+        .filter_map(|m| m.spec.0)
         .max()
         .unwrap_or(Duration::ZERO);
     let since = parse_rfc3339(&in_use.last_transition_time).unwrap_or(now);
