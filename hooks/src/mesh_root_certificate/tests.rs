@@ -363,6 +363,32 @@ fn rule_4_3_validating_rollback_waits_out_the_grace() {
     );
 }
 
+/// The sync reads of each CertificateManager its namespace, the issuers its status names and the
+/// longest validity its spec asks for, nothing else: a manager whose labels are no map or whose
+/// spec is no map (which its own sync reports) does not stop the MRC's sync, and asks for no
+/// grace.
+#[test]
+fn rule_4_3_managers_are_read_for_what_the_sync_uses() {
+    let secret = ca_secret("x-ca");
+    let mut odd = manager(Some("y"), Some("y"));
+    odd["metadata"] = json!({"name": "odd", "namespace": NS, "labels": [], "annotations": 7});
+    odd["spec"] = json!([{"validity": "90h"}]);
+    let x = mrc("x", "inactive", Some("active"));
+    let managers = [manager(Some("y"), Some("y")), odd];
+    let resp = run(
+        &x,
+        std::slice::from_ref(&secret),
+        std::slice::from_ref(&x),
+        &managers,
+        &[],
+    );
+    assert_eq!(resp["status"]["state"], "validatingRollback");
+    assert_eq!(
+        resp["resyncAfterSeconds"], 7200,
+        "the grace of the manager with a spec"
+    );
+}
+
 #[test]
 fn rule_4_4_in_use_reasons() {
     let secret = ca_secret("x-ca");
