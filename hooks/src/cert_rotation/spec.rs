@@ -177,16 +177,15 @@ impl<'de> Visitor<'de> for Validities {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut longest = None;
         if let Validities::Certificates = self {
+            let mut longest = None;
             while let Some(entry) = seq.next_element_seed(Validities::Entry)? {
                 longest = longest.max(entry);
             }
-        } else {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            longest = self.other();
+            return Ok(longest);
         }
-        Ok(longest)
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(self.other())
     }
 
     fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
