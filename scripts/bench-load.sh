@@ -4,8 +4,9 @@
 # the body, fixed answer), a scan server (serde_json checks the body is JSON, keeping nothing,
 # then the same fixed answer) and a naive JSON server (parses into serde_json::Value, writes
 # `related` back). Bounded: DURATION seconds per run (default 3; with 3 rounds, 4 routes and 3
-# sizes about 9 minutes: 7 for three routes, 2 for the fourth alone) on 127.0.0.1 only. Prints a markdown table, and last which of the
-# performance issue's loopback, memory and start-up targets this run met.
+# sizes about 9 minutes: 7 for three routes, 2 for the fourth alone) on 127.0.0.1 only. Prints
+# a markdown table, and last which of the performance issue's loopback, memory and start-up
+# targets this run met.
 # ROUTES and SIZES narrow the run; FEATURES=mimalloc builds the server with mimalloc; IMAGE=1
 # measures the container image's binary (scripts/image-binary.sh: static, glibc) instead of the
 # ordinary release build. TLS=1 sends metahooks' requests to its HTTPS listener (the self-signed
