@@ -4,15 +4,14 @@ use super::graph::DeleteGraph;
 use super::plan::{Plan, Planned};
 use super::spec::AddCondition;
 use crate::contract::{
-    lenient_string, map_only, object_maps, CompositeRequest, CompositeResponse, Object, RawJson,
-    Strings, Text,
+    lenient_string, map_only, object_maps, CompositeRequest, CompositeResponse, Lenient, Object,
+    RawJson, Strings, Text,
 };
 use crate::meta::{Condition, PreviousConditions};
 use foldhash::{HashMap, HashMapExt, HashSet};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -215,17 +214,19 @@ fn rebuilt<'a>(pod: &'a Pod<'a>, namespace: &'a str) -> PodOut<'a> {
 }
 
 /// RUNNING edges recorded on a Pod at creation: `{<dep>: ADD_COND_RUNNING}` entries of its
-/// dependencies annotation. Missing or unparsable annotations give none.
+/// dependencies annotation, in name order, a name given twice counting as its last. Missing or
+/// unparsable annotations, or one that is no JSON object, give none. Values other than strings
+/// are skipped, not built.
 fn annotated_running_dependencies(pod: &Pod) -> Vec<String> {
     let Some(text) = pod.metadata.annotations.get(ANNOTATION_DEPENDENCIES) else {
         return Vec::new();
     };
-    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
+    let Ok(map) = serde_json::from_str::<BTreeMap<Text, Lenient>>(text) else {
         return Vec::new();
     };
     map.into_iter()
         .filter(|(_, v)| v.as_str() == Some(AddCondition::Running.as_str()))
-        .map(|(k, _)| k)
+        .map(|(k, _)| k.0.into_owned())
         .collect()
 }
 
@@ -467,5 +468,67 @@ fn freeze<'a>(
         children,
         resync_after_seconds: None,
         finalized: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn running_dependencies(annotation: Option<&str>) -> Vec<String> {
+        let annotations = annotation.map_or(
+            serde_json::json!({}),
+            |text| serde_json::json!({ ANNOTATION_DEPENDENCIES: text }),
+        );
+        let text =
+            serde_json::json!({"metadata": {"name": "p", "annotations": annotations}}).to_string();
+        let pod: Pod = serde_json::from_str(&text).unwrap();
+        annotated_running_dependencies(&pod)
+    }
+
+    /// Rule 4: the RUNNING edges an obsolete Pod's annotation records, however it is written.
+    #[test]
+    fn rule_4_annotated_running_dependencies_of_every_shape() {
+        let cases: [(Option<&str>, &[&str]); 15] = [
+            (None, &[]),
+            (Some("{}"), &[]),
+            (
+                Some(r#"{"b":"ADD_COND_RUNNING","a":"ADD_COND_RUNNING"}"#),
+                &["a", "b"],
+            ),
+            (
+                Some(r#"{"a":"ADD_COND_RUNNING","b":"ADD_COND_SUCCEEDED"}"#),
+                &["a"],
+            ),
+            (Some(r#"{"a":"BOGUS","b":"ADD_COND_RUNNING"}"#), &["b"]),
+            // A value of another type is no edge, and stops no other.
+            (
+                Some(
+                    r#"{"a":["ADD_COND_RUNNING"],"b":{"c":"ADD_COND_RUNNING"},"c":1,"d":null,"e":true,"f":"ADD_COND_RUNNING"}"#,
+                ),
+                &["f"],
+            ),
+            // A name given twice counts as its last.
+            (
+                Some(r#"{"a":"ADD_COND_RUNNING","a":"ADD_COND_FAILED"}"#),
+                &[],
+            ),
+            (
+                Some(r#"{"a":"ADD_COND_FAILED","a":"ADD_COND_RUNNING"}"#),
+                &["a"],
+            ),
+            // Escapes are read as JSON reads them, in names and values.
+            (Some(r#"{"\u0061":"ADD_COND_\u0052UNNING"}"#), &["a"]),
+            // Anything but one JSON object gives none.
+            (Some(r#"["a"]"#), &[]),
+            (Some(r#""a""#), &[]),
+            (Some("null"), &[]),
+            (Some("not json"), &[]),
+            (Some(r#"{"a":"ADD_COND_RUNNING"} x"#), &[]),
+            (Some(r#"{"a":"ADD_COND_RUNNING""#), &[]),
+        ];
+        for (annotation, want) in cases {
+            assert_eq!(running_dependencies(annotation), want, "{annotation:?}");
+        }
     }
 }
