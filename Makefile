@@ -81,7 +81,8 @@ bench-load:
 	command -v bc >/dev/null || apt-get install -y -qq bc
 	scripts/bench-load.sh
 
-## Instruction counts of every sync hook against its floors, under callgrind (installs valgrind).
+## Instruction counts of every sync hook and delete-graph's finalize against their floors, under
+## callgrind (installs valgrind).
 bench-instructions:
 	command -v valgrind >/dev/null || (apt-get update -qq && apt-get install -y -qq valgrind bc)
 	command -v bc >/dev/null || apt-get install -y -qq bc

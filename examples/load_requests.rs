@@ -1,5 +1,6 @@
-//! Writes the load-bench requests: for each sync route, requests of about 25 KB, 200 KB and
-//! 1.7 MB (objects of about 1.5 KB with managedFields), into the directory given. Uses the same
+//! Writes the load-bench requests: for each sync route and delete-graph's finalize route
+//! (`scripts/bench-routes.sh` names them), requests of about 25 KB, 200 KB and 1.7 MB (objects
+//! of about 1.5 KB with managedFields), into the directory given. Uses the same
 //! generators as the criterion benches. Beside each, `<route>-<size>.put-in.json`: the request
 //! with an object put in, a copy of the first one of its first map of a type key that holds any,
 //! whose key and name are `@@` (`make bench-load`'s `VARY=5` and `hook_loop ... put-in` write
@@ -11,7 +12,7 @@
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
 
-// The generators of the criterion benches; this example writes the sync hooks' requests only.
+// The generators of the criterion benches; this example writes the load routes' requests only.
 #[allow(dead_code)]
 #[path = "../hooks/benches/requests.rs"]
 mod requests;
@@ -24,7 +25,7 @@ fn main() {
     );
     std::fs::create_dir_all(&dir).unwrap();
     type Gen = fn(usize) -> Vec<u8>;
-    let gens: [(&str, Gen); 4] = [
+    let gens: [(&str, Gen); 5] = [
         ("app-discovery", requests::app_discovery_sync),
         ("delete-graph", requests::delete_graph_sync),
         ("cert-rotation", |n| requests::cert_rotation_sync(n, true)),
@@ -32,6 +33,7 @@ fn main() {
             "mesh-root-certificate",
             requests::mesh_root_certificate_sync,
         ),
+        ("delete-graph-finalize", requests::delete_graph_finalize),
     ];
     for (route, generate) in gens {
         for (label, target) in [

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Loopback load run (`make bench-load`): every sync route at about 25 KB, 200 KB and 1.7 MB,
-# against the release metahooks and three floors built in the same run: an echo server (reads
-# the body, fixed answer), a scan server (serde_json checks the body is JSON, keeping nothing,
-# then the same fixed answer) and a naive JSON server (parses into serde_json::Value, writes
-# `related` back). Bounded: DURATION seconds per run (default 3; with 3 rounds, 4 routes and 3
-# sizes about 9 minutes: 7 for three routes, 2 for the fourth alone) on 127.0.0.1 only. Prints
-# a markdown table, and last which of the performance issue's loopback, memory and start-up
-# targets this run met.
+# Loopback load run (`make bench-load`): every sync route and delete-graph's finalize route
+# (scripts/bench-routes.sh) at about 25 KB, 200 KB and 1.7 MB, against the release metahooks and
+# three floors built in the same run: an echo server (reads the body, fixed answer), a scan server
+# (serde_json checks the body is JSON, keeping nothing, then the same fixed answer) and a naive
+# JSON server (parses into serde_json::Value, writes `related` back). Bounded: DURATION seconds
+# per run (default 3; with 3 rounds, 5 routes and 3 sizes about 11 minutes) on 127.0.0.1 only.
+# Prints a markdown table, and last which of the performance issue's loopback, memory and
+# start-up targets this run met.
 # ROUTES and SIZES narrow the run; FEATURES=mimalloc builds the server with mimalloc; IMAGE=1
 # measures the container image's binary (scripts/image-binary.sh: static, glibc) instead of the
 # ordinary release build. TLS=1 sends metahooks' requests to its HTTPS listener (the self-signed
@@ -30,7 +30,7 @@
 # new one into it. VARY=6 puts it in two maps (the `.put-in-twice.json` bodies: the last map that
 # holds objects and the first of its type key, or else the first), as a Secret that cert-rotation
 # created comes back in its children and its related objects: metahooks splices both maps.
-# delete-graph's requests have one such map, so VARY=6 leaves that route out. With any VARY, each of
+# delete-graph's requests have one such map, so VARY=6 leaves its routes out. With any VARY, each of
 # wrk's threads builds its bodies before the run, each with its thread and a count where the text
 # above says, and sends them in turn; there are more than the memo can keep. The floors get the same
 # requests.
@@ -44,8 +44,9 @@
 # whose run keeps wrk busy on all the CPU it has measures wrk, not itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-routes.sh
 DURATION=${DURATION:-3}
-ROUTES=${ROUTES:-app-discovery delete-graph cert-rotation mesh-root-certificate}
+ROUTES=${ROUTES:-$BENCH_ROUTES}
 SIZES=${SIZES:-25k 200k 1700k}
 FEATURES=${FEATURES:-}
 CONNECTIONS=${CONNECTIONS:-32}
@@ -58,8 +59,8 @@ fi
 OUT=target/load
 mkdir -p "$OUT"
 if [ "${VARY:-0}" = 6 ]; then
-  echo "VARY=6: delete-graph's requests have one map, so that route is left out" >&2
-  ROUTES=$(printf '%s\n' $ROUTES | { grep -vx delete-graph || true; } | tr '\n' ' ')
+  echo "VARY=6: delete-graph's requests have one map, so its routes are left out" >&2
+  ROUTES=$(printf '%s\n' $ROUTES | { grep -v '^delete-graph' || true; } | tr '\n' ' ')
   [ -n "${ROUTES// /}" ] || { echo "VARY=6: no route left to run" >&2; exit 1; }
 fi
 
@@ -201,12 +202,12 @@ echo "| route | size | metahooks req/s | p50 ms | p99 ms | errors | echo req/s |
 echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for route in $ROUTES; do
   for size in $SIZES; do
-    body="$OUT/$route-$size.json"
+    body="$OUT/$route-$size.json" id=$(hook_of "$route")
     m_rps=() m_p50=() m_p99=() e_rps=() s_rps=() n_rps=() vs_e=() vs_s=() vs_n=() errors=0
     m_us=() e_us=() s_us=() n_us=() us_e=() m_wrk=() e_wrk=() s_wrk=() n_wrk=()
     m_sys=() e_sys=() s_sys=() n_sys=()
     for ((round = 1; round <= ROUNDS; round++)); do
-      read -r m p50 p99 err mu ms mw < <(run 8090 "$route/sync" "$body")
+      read -r m p50 p99 err mu ms mw < <(run 8090 "$id" "$body")
       read -r e _ _ _ eu es ew < <(run 8091 "" "$body")
       read -r s _ _ _ su ss sw < <(run 8093 "" "$body")
       read -r n _ _ _ nu ns nw < <(run 8092 "" "$body")
@@ -218,19 +219,19 @@ for route in $ROUTES; do
       errors=$((errors + err))
     done
     vn=$(median "${vs_n[@]}") ve=$(median "${vs_e[@]}") p99=$(median "${m_p99[@]}")
-    printf "| %s/sync | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f | %.2f |\n" "$route" "$size" \
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f | %.2f |\n" "$id" "$size" \
       "$(median "${m_rps[@]}")" "$(median "${m_p50[@]}")" "$p99" "$errors" \
       "$(median "${e_rps[@]}")" "$(median "${s_rps[@]}")" "$(median "${n_rps[@]}")" \
       "$ve" "$(median "${vs_s[@]}")" "$vn"
     if [ -z "$naive_low" ] || [ "$(echo "$vn < $naive_low" | bc -l)" = 1 ]; then
-      naive_low=$vn naive_low_row="$route/sync $size"
+      naive_low=$vn naive_low_row="$id $size"
     fi
     if [ "$size" = 25k ]; then
-      echo_rows+=$(printf -- "  - %s/sync: %.2f of echo, p99 %s ms: %s" "$route" "$ve" "$p99" \
+      echo_rows+=$(printf -- "  - %s: %.2f of echo, p99 %s ms: %s" "$id" "$ve" "$p99" \
         "$(verdict "$ve >= 0.30 && $p99 < 5")")$'\n'
     fi
-    cpu_rows+=$(printf "| %s/sync | %s | %s (%s) | %s (%s) | %s (%s) | %s (%s) | %.2f | %s | %s | %s | %s |" \
-      "$route" "$size" "$(median "${m_us[@]}")" "$(median "${m_sys[@]}")" \
+    cpu_rows+=$(printf "| %s | %s | %s (%s) | %s (%s) | %s (%s) | %s (%s) | %.2f | %s | %s | %s | %s |" \
+      "$id" "$size" "$(median "${m_us[@]}")" "$(median "${m_sys[@]}")" \
       "$(median "${e_us[@]}")" "$(median "${e_sys[@]}")" "$(median "${s_us[@]}")" \
       "$(median "${s_sys[@]}")" "$(median "${n_us[@]}")" "$(median "${n_sys[@]}")" \
       "$(median "${us_e[@]}")" "$(median "${m_wrk[@]}")" "$(median "${e_wrk[@]}")" \
