@@ -227,8 +227,9 @@ for route in $ROUTES; do
       naive_low=$vn naive_low_row="$id $size"
     fi
     if [ "$size" = 25k ]; then
-      echo_rows+=$(printf -- "  - %s: %.2f of echo, p99 %s ms: %s" "$id" "$ve" "$p99" \
-        "$(verdict "$ve >= 0.30 && $p99 < 5")")$'\n'
+      echo_rows+=$(printf -- "  - %s: %.2f of echo, p99 %s ms: %s%s" "$id" "$ve" "$p99" \
+        "$(verdict "$ve >= 0.30 && $p99 < 5")" \
+        "$([[ $id == */sync ]] || echo " (no sync route: reported beside the targets)")")$'\n'
     fi
     cpu_rows+=$(printf "| %s | %s | %s (%s) | %s (%s) | %s (%s) | %s (%s) | %.2f | %s | %s | %s | %s |" \
       "$id" "$size" "$(median "${m_us[@]}")" "$(median "${m_sys[@]}")" \
