@@ -161,11 +161,12 @@ impl<'de> Visitor<'de> for Validities {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let (read, inner, mut longest) = match self {
-            Validities::Spec => (Some("certificates"), Validities::Certificates, None),
-            Validities::Entry => (Some("validity"), Validities::Validity, self.other()),
-            _ => (None, self, self.other()),
+        let (read, inner) = match self {
+            Validities::Spec => (Some("certificates"), Validities::Certificates),
+            Validities::Entry => (Some("validity"), Validities::Validity),
+            _ => (None, self),
         };
+        let mut longest = self.other();
         while let Some(is_read) = map.next_key_seed(KeyIs(read))? {
             if is_read {
                 longest = map.next_value_seed(inner)?;

@@ -178,10 +178,10 @@ pub fn sync<'a>(
         }
     } else if matches!(prev, "active" | "issuingRollout" | "issuingRollback") {
         // Always come back at least once, to move on to inactive when the grace ends.
-        resync = Some(grace_left(req, ns, &in_use, now).unwrap_or(1));
+        resync = Some(grace_left(&managers, &in_use, now).unwrap_or(1));
         "validatingRollback"
     } else if prev == "validatingRollback" {
-        resync = grace_left(req, ns, &in_use, now);
+        resync = grace_left(&managers, &in_use, now);
         if resync.is_some() {
             "validatingRollback"
         } else {
@@ -205,13 +205,10 @@ pub fn sync<'a>(
 }
 
 /// Seconds of grace left (at least 1), or `None` once it has ended. The grace is the longest
-/// leaf validity of the namespace's managers, counted from `InUse` turning False.
-fn grace_left(req: &SyncRequest, ns: &str, in_use: &Condition, now: OffsetDateTime) -> Option<u64> {
-    let grace = req
-        .related
-        .managers
+/// leaf validity of the namespace's `managers`, counted from `InUse` turning False.
+fn grace_left(managers: &[&Manager], in_use: &Condition, now: OffsetDateTime) -> Option<u64> {
+    let grace = managers
         .iter()
-        .filter(|m| m.metadata.namespace_or(ns) == ns)
         .filter_map(|m| m.spec.0)
         .max()
         .unwrap_or(Duration::ZERO);
