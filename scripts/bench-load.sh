@@ -4,7 +4,7 @@
 # three floors built in the same run: an echo server (reads the body, fixed answer), a scan server
 # (serde_json checks the body is JSON, keeping nothing, then the same fixed answer) and a naive
 # JSON server (parses into serde_json::Value, writes `related` back). Bounded: DURATION seconds
-# per run (default 3; with 3 rounds, 5 routes and 3 sizes about 11 minutes) on 127.0.0.1 only.
+# per run (default 3; with 3 rounds, 5 routes and 3 sizes about 12 minutes) on 127.0.0.1 only.
 # Prints a markdown table, and last which of the performance issue's loopback, memory and
 # start-up targets this run met.
 # ROUTES and SIZES narrow the run; FEATURES=mimalloc builds the server with mimalloc; IMAGE=1
