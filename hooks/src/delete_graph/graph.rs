@@ -2,7 +2,6 @@
 //! the delete condition `DelCondNotPendingNorRunning` (§4). A spec's edges are worked out once
 //! with its plan; a sync adds those of obsolete Pods' annotations to a copy only when they are new.
 
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
@@ -33,68 +32,103 @@ impl DeleteGraph {
             .map(|(_, x)| x.as_str())
     }
 
-    /// Strongly connected components of the graph restricted to `nodes` (Tarjan, iterative):
-    /// maps each of `nodes` to a component id.
-    pub fn components<'a>(&'a self, nodes: &HashSet<&'a str>) -> HashMap<&'a str, usize> {
-        let succ = |n: &str| -> Vec<&'a str> {
-            self.dependents(n).filter(|x| nodes.contains(x)).collect()
-        };
-        let mut order: Vec<&'a str> = nodes.iter().copied().collect();
-        order.sort_unstable();
-        let mut index: HashMap<&'a str, usize> = HashMap::new();
-        let mut low: HashMap<&'a str, usize> = HashMap::new();
-        let mut on_stack: HashSet<&'a str> = HashSet::new();
-        let mut stack: Vec<&'a str> = Vec::new();
-        let mut component: HashMap<&'a str, usize> = HashMap::new();
-        let mut next_index = 0;
-        let mut next_component = 0;
+    /// Strongly connected components of the graph restricted to the nodes of `set` (Tarjan,
+    /// iterative, over the nodes' places in their sorted list rather than hash maps of names).
+    pub fn components<'a>(&self, set: impl IntoIterator<Item = &'a str>) -> Components<'a> {
+        const UNSEEN: usize = usize::MAX;
+        let set = set.into_iter();
+        let mut nodes: Vec<&'a str> = Vec::with_capacity(set.size_hint().1.unwrap_or(0));
+        nodes.extend(set);
+        if nodes.is_empty() {
+            return Components::default();
+        }
+        nodes.sort_unstable();
+        nodes.dedup();
+        let n = nodes.len();
+        // The successors of node `v` inside the set: `targets[starts[v]..starts[v + 1]]`.
+        let mut starts = Vec::with_capacity(n + 1);
+        let mut targets = Vec::with_capacity(n);
+        for &node in &nodes {
+            starts.push(targets.len());
+            targets.extend(
+                self.dependents(node)
+                    .filter_map(|x| nodes.binary_search(&x).ok()),
+            );
+        }
+        starts.push(targets.len());
 
-        for root in order {
-            if index.contains_key(root) {
+        let mut index = vec![UNSEEN; n];
+        let mut low = vec![0; n];
+        let mut on_stack = vec![false; n];
+        let mut ids = vec![0; n];
+        let mut stack = Vec::with_capacity(n);
+        // Each frame: a node and the place of its next successor to look at.
+        let mut frames: Vec<(usize, usize)> = Vec::with_capacity(n);
+        let mut next_index = 0;
+        let mut next_id = 0;
+        for root in 0..n {
+            if index[root] != UNSEEN {
                 continue;
             }
-            // Each frame: node and its successors still to look at.
-            let mut frames: Vec<(&'a str, Vec<&'a str>)> = Vec::new();
-            index.insert(root, next_index);
-            low.insert(root, next_index);
-            next_index += 1;
-            stack.push(root);
-            on_stack.insert(root);
-            frames.push((root, succ(root)));
-            while let Some((node, pending)) = frames.last_mut() {
-                let node = *node;
-                if let Some(next) = pending.pop() {
-                    if !index.contains_key(next) {
-                        index.insert(next, next_index);
-                        low.insert(next, next_index);
-                        next_index += 1;
-                        stack.push(next);
-                        on_stack.insert(next);
-                        frames.push((next, succ(next)));
-                    } else if on_stack.contains(next) {
-                        let l = low[node].min(index[next]);
-                        low.insert(node, l);
+            let mut entering = Some(root);
+            loop {
+                if let Some(v) = entering.take() {
+                    index[v] = next_index;
+                    low[v] = next_index;
+                    next_index += 1;
+                    stack.push(v);
+                    on_stack[v] = true;
+                    frames.push((v, starts[v]));
+                }
+                let Some((v, edge)) = frames.last_mut() else {
+                    break;
+                };
+                let v = *v;
+                if *edge < starts[v + 1] {
+                    let w = targets[*edge];
+                    *edge += 1;
+                    if index[w] == UNSEEN {
+                        entering = Some(w);
+                    } else if on_stack[w] {
+                        low[v] = low[v].min(index[w]);
                     }
-                } else {
-                    frames.pop();
-                    if let Some((parent, _)) = frames.last() {
-                        let l = low[*parent].min(low[node]);
-                        low.insert(*parent, l);
-                    }
-                    if low[node] == index[node] {
-                        while let Some(member) = stack.pop() {
-                            on_stack.remove(member);
-                            component.insert(member, next_component);
-                            if member == node {
-                                break;
-                            }
+                    continue;
+                }
+                frames.pop();
+                if let Some(&(parent, _)) = frames.last() {
+                    low[parent] = low[parent].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    while let Some(member) = stack.pop() {
+                        on_stack[member] = false;
+                        ids[member] = next_id;
+                        if member == v {
+                            break;
                         }
-                        next_component += 1;
                     }
+                    next_id += 1;
                 }
             }
         }
-        component
+        Components { nodes, ids }
+    }
+}
+
+/// The strongly connected components of a graph restricted to a set of nodes: which of them lie
+/// on one loop of edges inside the set.
+#[derive(Debug, Default)]
+pub struct Components<'a> {
+    /// The set's nodes, sorted, each once.
+    nodes: Vec<&'a str>,
+    /// The component of each node, by its place in `nodes`.
+    ids: Vec<usize>,
+}
+
+impl Components<'_> {
+    /// Whether `a` and `b` are both in the set and in one component.
+    pub fn same(&self, a: &str, b: &str) -> bool {
+        let id = |x: &str| self.nodes.binary_search(&x).ok().map(|i| self.ids[i]);
+        matches!((id(a), id(b)), (Some(a), Some(b)) if a == b)
     }
 }
 
@@ -210,16 +244,78 @@ mod tests {
         let g: DeleteGraph = [("a", "b"), ("b", "a"), ("b", "c"), ("c", "d"), ("d", "c")]
             .into_iter()
             .collect();
-        let all: HashSet<&str> = ["a", "b", "c", "d"].into_iter().collect();
-        let comp = g.components(&all);
-        assert_eq!(comp["a"], comp["b"]);
-        assert_eq!(comp["c"], comp["d"]);
-        assert_ne!(comp["a"], comp["c"]);
-        // Restricted to {a, c, d}: a is alone.
-        let some: HashSet<&str> = ["a", "c", "d"].into_iter().collect();
-        let comp = g.components(&some);
-        assert_eq!(comp.len(), 3);
-        assert_ne!(comp["a"], comp["c"]);
-        assert_eq!(comp["c"], comp["d"]);
+        let all = g.components(["a", "b", "c", "d"]);
+        assert!(all.same("a", "b"));
+        assert!(all.same("c", "d"));
+        assert!(!all.same("a", "c"));
+        assert!(!all.same("b", "d"));
+        assert!(
+            !all.same("a", "e"),
+            "a node outside the set is in no component"
+        );
+        // Restricted to {a, c, d}: a is alone, b in no component.
+        let some = g.components(["d", "a", "c", "c"]);
+        assert!(some.same("a", "a"));
+        assert!(!some.same("a", "b"));
+        assert!(!some.same("b", "b"));
+        assert!(!some.same("a", "c"));
+        assert!(some.same("c", "d"));
+    }
+
+    /// On graphs made at random, two nodes of the set share a component exactly when each
+    /// reaches the other through nodes of the set.
+    #[test]
+    fn rule_5_components_are_the_sets_of_mutually_reachable_nodes() {
+        let names: Vec<String> = (0..9).map(|i| format!("w-{i}")).collect();
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..200 {
+            let edges: Vec<(&str, &str)> = (0..(next() % 20))
+                .map(|_| {
+                    let d = &names[(next() % 9) as usize];
+                    let x = &names[(next() % 9) as usize];
+                    (d.as_str(), x.as_str())
+                })
+                .collect();
+            let graph: DeleteGraph = edges.iter().copied().collect();
+            let set: Vec<&str> = names
+                .iter()
+                .filter(|_| next() % 4 != 0)
+                .map(String::as_str)
+                .collect();
+            // Reachability inside the set, by closing the edge relation.
+            let place = |x: &str| set.iter().position(|&n| n == x);
+            let mut reach = vec![vec![false; set.len()]; set.len()];
+            for (i, row) in reach.iter_mut().enumerate() {
+                row[i] = true;
+            }
+            for &(d, x) in &edges {
+                if let (Some(d), Some(x)) = (place(d), place(x)) {
+                    reach[d][x] = true;
+                }
+            }
+            for k in 0..set.len() {
+                for i in 0..set.len() {
+                    for j in 0..set.len() {
+                        reach[i][j] |= reach[i][k] && reach[k][j];
+                    }
+                }
+            }
+            let components = graph.components(set.iter().copied());
+            for (i, a) in set.iter().enumerate() {
+                for (j, b) in set.iter().enumerate() {
+                    assert_eq!(
+                        components.same(a, b),
+                        reach[i][j] && reach[j][i],
+                        "round {round}: {a} and {b} in {edges:?} restricted to {set:?}"
+                    );
+                }
+            }
+        }
     }
 }

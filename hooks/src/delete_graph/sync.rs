@@ -8,7 +8,7 @@ use crate::contract::{
     RawJson, Strings, Text,
 };
 use crate::meta::{Condition, PreviousConditions};
-use foldhash::{HashMap, HashMapExt, HashSet};
+use foldhash::{HashMap, HashMapExt};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -311,16 +311,11 @@ pub fn reconcile<'a>(
     }
 
     // 3. Delete gating of obsolete, non-terminating Pods.
-    let lingering: HashSet<&str> = obsolete
+    let lingering = obsolete
         .iter()
         .filter(|&&i| !pods[i].metadata.is_terminating())
-        .filter_map(|&i| workload_of(&pods[i]))
-        .collect();
-    let components = if lingering.is_empty() {
-        HashMap::new()
-    } else {
-        graph.components(&lingering)
-    };
+        .filter_map(|&i| workload_of(&pods[i]));
+    let components = graph.components(lingering);
     let any_active = |x: &str| {
         pods_of.get(x).is_some_and(|ix| {
             ix.iter()
@@ -342,11 +337,7 @@ pub fn reconcile<'a>(
                 graph
                     .dependents(d)
                     .filter(|x| {
-                        let same_loop = matches!(
-                            (components.get(d), components.get(x)),
-                            (Some(a), Some(b)) if a == b
-                        );
-                        if same_loop {
+                        if components.same(d, x) {
                             current_active(x)
                         } else {
                             any_active(x)
