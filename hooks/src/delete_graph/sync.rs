@@ -217,7 +217,7 @@ fn rebuilt<'a>(pod: &'a Pod<'a>, namespace: &'a str) -> PodOut<'a> {
 /// dependencies annotation, in name order, a name given twice counting as its last. Missing or
 /// unparsable annotations, or one that is no JSON object, give none. Values other than strings
 /// are skipped, not built.
-fn annotated_running_dependencies(pod: &Pod) -> Vec<String> {
+fn annotated_running_dependencies<'a>(pod: &'a Pod) -> Vec<Text<'a>> {
     let Some(text) = pod.metadata.annotations.get(ANNOTATION_DEPENDENCIES) else {
         return Vec::new();
     };
@@ -226,7 +226,7 @@ fn annotated_running_dependencies(pod: &Pod) -> Vec<String> {
     };
     map.into_iter()
         .filter(|(_, v)| v.as_str() == Some(AddCondition::Running.as_str()))
-        .map(|(k, _)| k.0.into_owned())
+        .map(|(k, _)| k)
         .collect()
 }
 
@@ -294,7 +294,7 @@ pub fn reconcile<'a>(
     } else {
         Cow::Borrowed(&plan.graph)
     };
-    let annotated: Vec<(String, &str)> = obsolete
+    let annotated: Vec<(Text, &str)> = obsolete
         .iter()
         .filter_map(|&i| workload_of(&pods[i]).map(|x| (i, x)))
         .flat_map(|(i, x)| {
@@ -475,6 +475,9 @@ mod tests {
             serde_json::json!({"metadata": {"name": "p", "annotations": annotations}}).to_string();
         let pod: Pod = serde_json::from_str(&text).unwrap();
         annotated_running_dependencies(&pod)
+            .into_iter()
+            .map(|name| name.0.into_owned())
+            .collect()
     }
 
     /// Rule 4: the RUNNING edges an obsolete Pod's annotation records, however it is written.
