@@ -42,7 +42,7 @@ fn answer(body: &[u8], ctx: &HookContext, teardown: bool) -> Result<HookOutput, 
             .memo
             .plans
             .plan(parent.spec.map(|raw| raw.0), &parent.metadata.name)?;
-        let response = reconcile(req, &plan, teardown || req.finalizing, ctx.now);
+        let response = reconcile(req, &plan, teardown || req.finalizing, ctx.now)?;
         let subject = Subject::object(KIND, &parent.metadata);
         let conditions = response.status.conditions();
         HookOutput::sync(subject, &response, conditions, "Valid")

@@ -4,17 +4,18 @@ use super::graph::DeleteGraph;
 use super::plan::{Plan, Planned};
 use super::spec::AddCondition;
 use crate::contract::{
-    lenient_string, map_only, object_maps, CompositeRequest, CompositeResponse, Lenient, Object,
-    RawJson, Strings, Text,
+    encode_raw, lenient_string, map_only, object_maps, CompositeRequest, CompositeResponse,
+    Lenient, Named, Object, ObjectMeta, RawJson, Text,
 };
 use crate::meta::{Condition, PreviousConditions};
+use crate::RequestError;
 use foldhash::{HashMap, HashMapExt};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use time::OffsetDateTime;
 
 pub const LABEL_SET: &str = "metahooks.dev/workload-set";
@@ -52,7 +53,73 @@ map_only! {
 
 /// An observed Pod: its spec is kept as raw JSON (borrowed from the request), to be returned
 /// untouched when the Pod is kept.
-pub type Pod<'a> = Object<'a, Option<RawJson<'a>>, PodStatus<'a>>;
+pub type Pod<'a> = Object<'a, Option<RawJson<'a>>, PodStatus<'a>, PodMetadata<'a>>;
+
+/// An observed Pod's metadata, with what a sync works out of it kept beside it the first time it
+/// is needed: the decoded request is kept between syncs, and a teardown's resyncs read every
+/// lingering Pod's dependencies annotation and return every such Pod as observed, so they read
+/// and write each once. What is kept is no longer than the labels' and annotations' text in the
+/// request, which the memo counts twice. Compares as the metadata alone.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(transparent)]
+pub struct PodMetadata<'a> {
+    #[serde(borrow)]
+    meta: ObjectMeta<'a>,
+    /// The labels and annotations as JSON (an error only as [`encode_raw`] fails).
+    #[serde(skip)]
+    written: OnceLock<Result<WrittenStrings, RequestError>>,
+    /// The RUNNING edges of the dependencies annotation ([`annotated_running_dependencies`]).
+    #[serde(skip)]
+    running_dependencies: OnceLock<Vec<String>>,
+}
+
+/// A Pod's labels and annotations as JSON objects.
+#[derive(Debug, Clone)]
+struct WrittenStrings {
+    labels: Box<RawValue>,
+    annotations: Box<RawValue>,
+}
+
+impl<'a> std::ops::Deref for PodMetadata<'a> {
+    type Target = ObjectMeta<'a>;
+    fn deref(&self) -> &ObjectMeta<'a> {
+        &self.meta
+    }
+}
+
+impl PartialEq for PodMetadata<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.meta == other.meta
+    }
+}
+
+impl PodMetadata<'_> {
+    /// The labels and annotations as JSON, written on the first call.
+    fn written(&self) -> Result<&WrittenStrings, RequestError> {
+        self.written
+            .get_or_init(|| {
+                Ok(WrittenStrings {
+                    labels: encode_raw(&self.meta.labels)?,
+                    annotations: encode_raw(&self.meta.annotations)?,
+                })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The workloads the Pod's dependencies annotation says it needs running, read on the first
+    /// call.
+    fn running_dependencies(&self) -> &[String] {
+        self.running_dependencies
+            .get_or_init(|| annotated_running_dependencies(&self.meta))
+    }
+}
+
+impl<Spec, Status> Named for Object<'_, Spec, Status, PodMetadata<'_>> {
+    fn name(&self) -> Option<&str> {
+        Some(&self.metadata.name)
+    }
+}
 
 object_maps! {
     /// The children: the Pods of the set.
@@ -76,22 +143,14 @@ pub struct PodOut<'a> {
 }
 
 /// A child Pod's metadata: borrowed from the plan for a planned Pod, from the request for an
-/// observed one.
+/// observed one; labels and annotations as JSON written once, with the plan or the observed
+/// Pod's [`PodMetadata`].
 #[derive(Debug, Serialize)]
 pub struct PodMeta<'a> {
     pub name: &'a str,
     pub namespace: &'a str,
-    pub labels: PodStrings<'a>,
-    pub annotations: PodStrings<'a>,
-}
-
-/// A child Pod's labels or annotations: the plan's, written as JSON when the plan was made, or
-/// an observed Pod's map.
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-pub enum PodStrings<'a> {
-    Planned(&'a RawValue),
-    Observed(&'a Strings<'a>),
+    pub labels: &'a RawValue,
+    pub annotations: &'a RawValue,
 }
 
 /// `{state, subState, message}` of one workload.
@@ -191,34 +250,35 @@ fn planned_pod<'a>(planned: &'a Planned, namespace: &'a str) -> PodOut<'a> {
         metadata: PodMeta {
             name: &planned.pod_name,
             namespace,
-            labels: PodStrings::Planned(&planned.labels),
-            annotations: PodStrings::Planned(&planned.annotations),
+            labels: &planned.labels,
+            annotations: &planned.annotations,
         },
         spec: Some(&planned.spec),
     }
 }
 
 /// An observed Pod returned as it is: identity, labels, annotations and spec; nothing else.
-fn rebuilt<'a>(pod: &'a Pod<'a>, namespace: &'a str) -> PodOut<'a> {
-    PodOut {
+fn rebuilt<'a>(pod: &'a Pod<'a>, namespace: &'a str) -> Result<PodOut<'a>, RequestError> {
+    let written = pod.metadata.written()?;
+    Ok(PodOut {
         api_version: "v1",
         kind: "Pod",
         metadata: PodMeta {
             name: &pod.metadata.name,
             namespace: pod.metadata.namespace_or(namespace),
-            labels: PodStrings::Observed(&pod.metadata.labels),
-            annotations: PodStrings::Observed(&pod.metadata.annotations),
+            labels: &written.labels,
+            annotations: &written.annotations,
         },
         spec: pod.spec.map(|raw| raw.0),
-    }
+    })
 }
 
 /// RUNNING edges recorded on a Pod at creation: `{<dep>: ADD_COND_RUNNING}` entries of its
 /// dependencies annotation, in name order, a name given twice counting as its last. Missing or
 /// unparsable annotations, or one that is no JSON object, give none. Values other than strings
 /// are skipped, not built.
-fn annotated_running_dependencies<'a>(pod: &'a Pod) -> Vec<Text<'a>> {
-    let Some(text) = pod.metadata.annotations.get(ANNOTATION_DEPENDENCIES) else {
+fn annotated_running_dependencies(meta: &ObjectMeta) -> Vec<String> {
+    let Some(text) = meta.annotations.get(ANNOTATION_DEPENDENCIES) else {
         return Vec::new();
     };
     let Ok(map) = serde_json::from_str::<BTreeMap<Text, Lenient>>(text) else {
@@ -226,18 +286,18 @@ fn annotated_running_dependencies<'a>(pod: &'a Pod) -> Vec<Text<'a>> {
     };
     map.into_iter()
         .filter(|(_, v)| v.as_str() == Some(AddCondition::Running.as_str()))
-        .map(|(k, _)| k)
+        .map(|(k, _)| k.0.into_owned())
         .collect()
 }
 
 /// Sync (`teardown == false`) or finalize (`teardown == true`) of one WorkloadSet, whose spec
-/// gave `plan`.
+/// gave `plan`. Fails only as [`encode_raw`] does.
 pub fn reconcile<'a>(
     req: &'a SyncRequest<'a>,
     plan: &'a Plan,
     teardown: bool,
     now: OffsetDateTime,
-) -> SyncResponse<'a> {
+) -> Result<SyncResponse<'a>, RequestError> {
     let parent = &req.parent;
     let namespace = parent.metadata.namespace.as_deref().unwrap_or("");
     let generation = parent.metadata.generation;
@@ -294,20 +354,20 @@ pub fn reconcile<'a>(
     } else {
         Cow::Borrowed(&plan.graph)
     };
-    let annotated: Vec<(Text, &str)> = obsolete
+    let annotated: Vec<(&str, &str)> = obsolete
         .iter()
         .filter_map(|&i| workload_of(&pods[i]).map(|x| (i, x)))
         .flat_map(|(i, x)| {
-            annotated_running_dependencies(&pods[i])
-                .into_iter()
-                .map(move |dep| (dep, x))
+            pods[i]
+                .metadata
+                .running_dependencies()
+                .iter()
+                .map(move |dep| (dep.as_str(), x))
         })
         .filter(|(dep, x)| !graph.contains(dep, x))
         .collect();
     if !annotated.is_empty() {
-        graph
-            .to_mut()
-            .extend(annotated.iter().map(|(dep, x)| (dep.as_str(), *x)));
+        graph.to_mut().extend(annotated);
     }
 
     // 3. Delete gating of obsolete, non-terminating Pods.
@@ -348,7 +408,7 @@ pub fn reconcile<'a>(
             .unwrap_or_default();
         // Left out (deleted now) unless a dependent still needs it.
         if let (Some(d), false) = (d, blockers.is_empty()) {
-            children.push(rebuilt(pod, namespace));
+            children.push(rebuilt(pod, namespace)?);
             let list = kept_for.entry(d).or_default();
             for b in blockers {
                 if !list.contains(&b) {
@@ -409,7 +469,7 @@ pub fn reconcile<'a>(
     }
 
     children.sort_unstable_by(|a, b| a.metadata.name.cmp(b.metadata.name));
-    CompositeResponse {
+    Ok(CompositeResponse {
         status: SyncStatus::Computed(Status {
             workloads: status,
             delete_graph: graph,
@@ -418,17 +478,29 @@ pub fn reconcile<'a>(
         children,
         resync_after_seconds: None,
         finalized: teardown.then_some(pods.is_empty()),
-    }
+    })
 }
 
 /// The state of a workload whose Pods are all obsolete or terminating.
 fn stopping_state(w: &str, kept_for: &HashMap<&str, Vec<&str>>) -> WorkloadState {
     match kept_for.get(w) {
-        Some(blockers) => WorkloadState {
-            state: STOPPING_WAITING.0,
-            sub_state: STOPPING_WAITING.1,
-            message: format!("waiting for dependents to stop: {}", blockers.join(", ")),
-        },
+        Some(blockers) => {
+            const WAITING: &str = "waiting for dependents to stop: ";
+            let len = blockers.iter().map(|b| b.len() + 2).sum::<usize>();
+            let mut message = String::with_capacity(WAITING.len() + len);
+            message.push_str(WAITING);
+            for (i, b) in blockers.iter().enumerate() {
+                if i > 0 {
+                    message.push_str(", ");
+                }
+                message.push_str(b);
+            }
+            WorkloadState {
+                state: STOPPING_WAITING.0,
+                sub_state: STOPPING_WAITING.1,
+                message,
+            }
+        }
         None => WorkloadState {
             state: STOPPING_REQUESTED.0,
             sub_state: STOPPING_REQUESTED.1,
@@ -443,14 +515,14 @@ fn freeze<'a>(
     namespace: &'a str,
     previous: &WorkloadSetStatus<'a>,
     valid: Condition,
-) -> SyncResponse<'a> {
+) -> Result<SyncResponse<'a>, RequestError> {
     let mut children: Vec<PodOut> = pods
         .iter()
         .filter(|p| !p.metadata.is_terminating())
         .map(|p| rebuilt(p, namespace))
-        .collect();
+        .collect::<Result<_, _>>()?;
     children.sort_unstable_by(|a, b| a.metadata.name.cmp(b.metadata.name));
-    CompositeResponse {
+    Ok(CompositeResponse {
         status: SyncStatus::Frozen(Status {
             workloads: Copied(previous.workloads),
             delete_graph: Copied(previous.delete_graph),
@@ -459,7 +531,7 @@ fn freeze<'a>(
         children,
         resync_after_seconds: None,
         finalized: None,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -474,10 +546,39 @@ mod tests {
         let text =
             serde_json::json!({"metadata": {"name": "p", "annotations": annotations}}).to_string();
         let pod: Pod = serde_json::from_str(&text).unwrap();
-        annotated_running_dependencies(&pod)
-            .into_iter()
-            .map(|name| name.0.into_owned())
-            .collect()
+        annotated_running_dependencies(&pod.metadata)
+    }
+
+    /// A Pod's labels and annotations are written, and its dependencies annotation read, once
+    /// and as serde_json writes and reads them; what is kept of them is no part of comparing two
+    /// Pods, so the memo still finds a Pod decoded again equal to the kept one.
+    #[test]
+    fn pod_metadata_works_out_its_maps_once_and_compares_as_metadata() {
+        let text = serde_json::json!({"metadata": {"name": "p",
+            "labels": {"b": "2", "a": "\u{e9}\u{1}\"", LABEL_WORKLOAD: "w"},
+            "annotations": {ANNOTATION_DEPENDENCIES:
+                r#"{"d":"ADD_COND_RUNNING","c":"ADD_COND_RUNNING","e":"ADD_COND_FAILED"}"#}}})
+        .to_string();
+        let kept: Pod = serde_json::from_str(&text).unwrap();
+        let written = kept.metadata.written().unwrap();
+        assert_eq!(
+            written.labels.get(),
+            r#"{"a":"é\u0001\"","b":"2","metahooks.dev/workload":"w"}"#
+        );
+        assert_eq!(
+            written.annotations.get(),
+            r#"{"metahooks.dev/dependencies":"{\"d\":\"ADD_COND_RUNNING\",\"c\":\"ADD_COND_RUNNING\",\"e\":\"ADD_COND_FAILED\"}"}"#
+        );
+        assert!(std::ptr::eq(written, kept.metadata.written().unwrap()));
+        let running = kept.metadata.running_dependencies();
+        assert_eq!(running, ["c", "d"]);
+        assert!(std::ptr::eq(running, kept.metadata.running_dependencies()));
+
+        let again: Pod = serde_json::from_str(&text).unwrap();
+        assert_eq!(kept, again);
+        let relabelled = text.replace(r#""b":"2""#, r#""b":"3""#);
+        let relabelled: Pod = serde_json::from_str(&relabelled).unwrap();
+        assert_ne!(kept, relabelled);
     }
 
     /// Rule 4: the RUNNING edges an obsolete Pod's annotation records, however it is written.

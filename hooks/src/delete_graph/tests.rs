@@ -63,7 +63,7 @@ fn run_with(memo: &PlanMemo, body: &[u8], teardown: bool) -> Value {
     let plan = memo
         .plan(parent.spec.map(|raw| raw.0), &parent.metadata.name)
         .unwrap();
-    serde_json::to_value(reconcile(&req, &plan, teardown, NOW)).unwrap()
+    serde_json::to_value(reconcile(&req, &plan, teardown, NOW).unwrap()).unwrap()
 }
 
 fn names(resp: &Value) -> Vec<String> {
@@ -601,6 +601,75 @@ fn rule_8_teardown_graph_comes_from_annotations_only() {
         json!({"backend": {"frontend": "DelCondNotPendingNorRunning"}})
     );
     assert_eq!(names(&resp), [be]);
+}
+
+/// §8 through the memo of decoded requests, which keeps what a teardown works out of each Pod
+/// (its labels and annotations written, its dependencies annotation read) with the Pod: the
+/// answers from the kept request are the one worked out afresh, and a request in which one Pod
+/// changed a label is answered with the new label.
+#[test]
+fn rule_8_a_teardown_from_the_kept_request_is_the_one_worked_out_afresh() {
+    use crate::memo::Memo;
+    use crate::registry::HookContext;
+    let w = chain();
+    let db = desired_name(&w, "database");
+    let be = desired_name(&w, "backend");
+    let fe = desired_name(&w, "frontend");
+    let body = |team: &str| {
+        let mut database = pod(&db, "database", Some("Running"), false, "{}");
+        database["metadata"]["labels"]["team"] = json!(team);
+        let pods = vec![
+            database,
+            pod(
+                &be,
+                "backend",
+                Some("Running"),
+                false,
+                r#"{"database":"ADD_COND_RUNNING"}"#,
+            ),
+            pod(
+                &fe,
+                "frontend",
+                Some("Running"),
+                false,
+                r#"{"backend":"ADD_COND_RUNNING"}"#,
+            ),
+        ];
+        request(w.clone(), pods, true)
+    };
+    let rng = ring::rand::SystemRandom::new();
+    let memo = Memo::default();
+    let ctx = HookContext {
+        now: NOW,
+        rng: &rng,
+        memo: &memo,
+    };
+    let text = |body: Vec<u8>| String::from_utf8(body).unwrap();
+    let kept = |body: &[u8]| text(super::finalize_hook(body, &ctx).unwrap().body);
+    let fresh = |body: &[u8]| {
+        let memo = Memo::keeping_no_requests();
+        let ctx = HookContext {
+            now: NOW,
+            rng: &rng,
+            memo: &memo,
+        };
+        text(super::finalize_hook(body, &ctx).unwrap().body)
+    };
+    let team = |answer: &str| {
+        let resp: Value = serde_json::from_str(answer).unwrap();
+        assert_eq!(names(&resp), [be.clone(), db.clone()]);
+        resp["children"][1]["metadata"]["labels"]["team"].clone()
+    };
+
+    let first = body("caf\u{e9} \"db\"");
+    let answers: Vec<String> = (0..3).map(|_| kept(&first)).collect();
+    assert_eq!(answers[0], fresh(&first));
+    assert!(answers.iter().all(|a| *a == answers[0]));
+    assert_eq!(team(&answers[0]), "caf\u{e9} \"db\"");
+    let changed = body("db");
+    let answer = kept(&changed);
+    assert_eq!(answer, fresh(&changed));
+    assert_eq!(team(&answer), "db");
 }
 
 #[test]
