@@ -486,8 +486,7 @@ fn stopping_state(w: &str, kept_for: &HashMap<&str, Vec<&str>>) -> WorkloadState
     match kept_for.get(w) {
         Some(blockers) => {
             const WAITING: &str = "waiting for dependents to stop: ";
-            let len = blockers.iter().map(|b| b.len() + 2).sum::<usize>();
-            let mut message = String::with_capacity(WAITING.len() + len);
+            let mut message = String::with_capacity(WAITING.len() + 16 * blockers.len());
             message.push_str(WAITING);
             for (i, b) in blockers.iter().enumerate() {
                 if i > 0 {

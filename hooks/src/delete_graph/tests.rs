@@ -672,6 +672,45 @@ fn rule_8_a_teardown_from_the_kept_request_is_the_one_worked_out_afresh() {
     assert_eq!(team(&answer), "db");
 }
 
+/// §8: a workload that several dependents hold back names each of them, in name order.
+#[test]
+fn rule_8_a_stopping_workload_names_every_dependent_it_waits_for() {
+    let w = json!({
+        "database": workload(json!({})),
+        "backend": workload(json!({"database": "ADD_COND_RUNNING"})),
+        "worker": workload(json!({"database": "ADD_COND_RUNNING"})),
+    });
+    let running =
+        |name: &str, deps: &str| pod(&desired_name(&w, name), name, Some("Running"), false, deps);
+    let pods = vec![
+        running("database", "{}"),
+        running("worker", r#"{"database":"ADD_COND_RUNNING"}"#),
+        running("backend", r#"{"database":"ADD_COND_RUNNING"}"#),
+    ];
+    let resp = run(&request(w.clone(), pods, true), true);
+    assert_eq!(names(&resp), [desired_name(&w, "database")]);
+    assert_eq!(
+        resp["status"]["workloads"]["database"]["message"],
+        "waiting for dependents to stop: backend, worker"
+    );
+}
+
+/// A Pod without a name could only be left out of the answer, and Metacontroller would delete
+/// it: the request is refused, naming where the name is missing.
+#[test]
+fn a_pod_without_a_name_is_a_request_error_naming_it() {
+    let mut nameless = pod("s-a-1", "a", Some("Running"), false, "{}");
+    nameless["metadata"]["name"] = json!("");
+    let body = request(json!({"a": workload(json!({}))}), vec![nameless], false);
+    let err = decode::<SyncRequest>(&body).unwrap_err();
+    assert_eq!(err.path, "children.Pod.v1.ns/.metadata.name");
+    assert!(
+        err.message.starts_with("missing field `metadata.name`"),
+        "{}",
+        err.message
+    );
+}
+
 #[test]
 fn rule_6_1_cycle_freezes_without_deleting() {
     let w = json!({
