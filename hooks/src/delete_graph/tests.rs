@@ -106,6 +106,18 @@ fn chain() -> Value {
     })
 }
 
+/// The running Pods of [`chain`], each annotated with the dependency it was created for.
+fn running_chain() -> Vec<Value> {
+    let w = chain();
+    let running =
+        |name: &str, deps: &str| pod(&desired_name(&w, name), name, Some("Running"), false, deps);
+    vec![
+        running("database", "{}"),
+        running("backend", r#"{"database":"ADD_COND_RUNNING"}"#),
+        running("frontend", r#"{"backend":"ADD_COND_RUNNING"}"#),
+    ]
+}
+
 #[test]
 fn rule_3_pod_name_hash_matches_python_canonical_json() {
     // python3: json.dumps(R, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -541,18 +553,11 @@ fn rule_8_teardown_in_reverse_order_and_finalized_only_when_empty() {
     let be = desired_name(&w, "backend");
     let fe = desired_name(&w, "frontend");
     let p = |n: &str, wl: &str, deps: &str, term: bool| pod(n, wl, Some("Running"), term, deps);
-    let all = || {
-        vec![
-            p(&db, "database", "{}", false),
-            p(&be, "backend", r#"{"database":"ADD_COND_RUNNING"}"#, false),
-            p(&fe, "frontend", r#"{"backend":"ADD_COND_RUNNING"}"#, false),
-        ]
-    };
-    let resp = run(&request(w.clone(), all(), true), true);
+    let resp = run(&request(w.clone(), running_chain(), true), true);
     assert_eq!(names(&resp), [be.clone(), db.clone()]);
     assert_eq!(resp["finalized"], false);
     // frontend terminating: backend may go, database waits.
-    let mut pods = all();
+    let mut pods = running_chain();
     pods[2] = p(&fe, "frontend", r#"{"backend":"ADD_COND_RUNNING"}"#, true);
     let resp = run(&request(w.clone(), pods, true), true);
     assert_eq!(names(&resp), vec![db.clone()]);
@@ -614,27 +619,9 @@ fn rule_8_a_teardown_from_the_kept_request_is_the_one_worked_out_afresh() {
     let w = chain();
     let db = desired_name(&w, "database");
     let be = desired_name(&w, "backend");
-    let fe = desired_name(&w, "frontend");
     let body = |team: &str| {
-        let mut database = pod(&db, "database", Some("Running"), false, "{}");
-        database["metadata"]["labels"]["team"] = json!(team);
-        let pods = vec![
-            database,
-            pod(
-                &be,
-                "backend",
-                Some("Running"),
-                false,
-                r#"{"database":"ADD_COND_RUNNING"}"#,
-            ),
-            pod(
-                &fe,
-                "frontend",
-                Some("Running"),
-                false,
-                r#"{"backend":"ADD_COND_RUNNING"}"#,
-            ),
-        ];
+        let mut pods = running_chain();
+        pods[0]["metadata"]["labels"]["team"] = json!(team);
         request(w.clone(), pods, true)
     };
     let rng = ring::rand::SystemRandom::new();
