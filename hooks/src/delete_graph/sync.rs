@@ -59,7 +59,7 @@ pub type Pod<'a> = Object<'a, Option<RawJson<'a>>, PodStatus<'a>, PodMetadata<'a
 /// is needed: the decoded request is kept between syncs, and a teardown's resyncs read every
 /// lingering Pod's dependencies annotation and return every such Pod as observed, so they read
 /// and write each once. What is kept is no longer than the labels' and annotations' text in the
-/// request, which the memo counts twice. Compares as the metadata alone.
+/// request and the annotation's once more. Compares as the metadata alone.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(transparent)]
 pub struct PodMetadata<'a> {
