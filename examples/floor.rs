@@ -5,7 +5,8 @@
 //!   `IgnoredAny`, which keeps nothing) before the same fixed answer: the least any server that
 //!   must reject malformed JSON does, with no hook, no typed decoding and a 28-byte response;
 //! - `floor json ADDR` is the naive hook server: it parses the body into a `serde_json::Value`
-//!   and serializes its `related` back.
+//!   and serializes its `related` back (an AdmissionReview's `request.object`, which a naive
+//!   mutating webhook would write its patch from).
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
@@ -26,7 +27,11 @@ fn scan(body: Bytes) -> Bytes {
 
 fn naive(body: Bytes) -> Bytes {
     let value: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-    Bytes::from(serde_json::to_vec(&value["related"]).unwrap_or_default())
+    let written = match value.get("request") {
+        Some(request) => &request["object"],
+        None => &value["related"],
+    };
+    Bytes::from(serde_json::to_vec(written).unwrap_or_default())
 }
 
 async fn serve(

@@ -7,7 +7,9 @@
 //! a name that counts up there); and, for a request with two such maps,
 //! `<route>-<size>.put-in-twice.json`, with a copy put so in its last such map and in the first
 //! one of that type key (as a Secret cert-rotation creates comes back in its children and its
-//! related objects), or else the first.
+//! related objects), or else the first. For each admission route, `<route>-review.json`: the
+//! AdmissionReview the criterion benches send it (delete-graph's of a WorkloadSet of ten
+//! workloads, the smallest they measure), of a fixed size.
 
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
@@ -17,6 +19,9 @@ use std::collections::BTreeMap;
 #[path = "../hooks/benches/requests.rs"]
 mod requests;
 
+/// A generator of the criterion benches: the request of so many objects.
+type Gen = fn(usize) -> Vec<u8>;
+
 fn main() {
     let dir = std::path::PathBuf::from(
         std::env::args()
@@ -24,7 +29,6 @@ fn main() {
             .unwrap_or_else(|| "target/load".into()),
     );
     std::fs::create_dir_all(&dir).unwrap();
-    type Gen = fn(usize) -> Vec<u8>;
     let gens: [(&str, Gen); 5] = [
         ("app-discovery", requests::app_discovery_sync),
         ("delete-graph", requests::delete_graph_sync),
@@ -41,13 +45,7 @@ fn main() {
             ("200k", 200_000),
             ("1700k", 1_700_000),
         ] {
-            // Grow the object count until the request reaches the target size.
-            let mut n = 1;
-            let mut body = generate(n);
-            while body.len() < target {
-                n = (n * target / body.len().max(1)).max(n + 1);
-                body = generate(n);
-            }
+            let (n, body) = grown(generate, target);
             let path = dir.join(format!("{route}-{label}.json"));
             std::fs::write(&path, &body).unwrap();
             for (suffix, maps) in [("put-in", 1), ("put-in-twice", 2)] {
@@ -59,6 +57,34 @@ fn main() {
             println!("{} {} objects {} bytes", path.display(), n, body.len());
         }
     }
+    let reviews = [
+        ("app-discovery-mutate", requests::app_discovery_mutate()),
+        ("delete-graph-validate", requests::delete_graph_validate(10)),
+        (
+            "mesh-root-certificate-validate",
+            requests::mesh_root_certificate_validate(),
+        ),
+        (
+            "mesh-root-certificate-mutate",
+            requests::mesh_root_certificate_mutate(),
+        ),
+    ];
+    for (route, body) in reviews {
+        let path = dir.join(format!("{route}-review.json"));
+        std::fs::write(&path, &body).unwrap();
+        println!("{} {} bytes", path.display(), body.len());
+    }
+}
+
+/// The request of `generate` with the fewest objects that reaches `target` bytes, and their count.
+fn grown(generate: Gen, target: usize) -> (usize, Vec<u8>) {
+    let mut n = 1;
+    let mut body = generate(n);
+    while body.len() < target {
+        n = (n * target / body.len().max(1)).max(n + 1);
+        body = generate(n);
+    }
+    (n, body)
 }
 
 /// `body` with a copy of the first object of its first map of a type key that holds any (in the
