@@ -5,13 +5,14 @@ use base64::Engine;
 use serde::{de, Deserialize, Deserializer, Serialize};
 use std::fmt;
 
-/// The review the API server sends. `apiVersion` (absent: v1) and `request` are read.
+/// The review the API server sends. `apiVersion` (absent: v1) and `request` are read; the object
+/// as `O`, the old object as `Old`, the same unless a hook reads less of the old one.
 #[derive(Debug, Deserialize)]
 #[serde(remote = "Self")]
-pub struct AdmissionReview<O> {
+pub struct AdmissionReview<O, Old = O> {
     #[serde(default, rename = "apiVersion")]
     pub version: ReviewVersion,
-    pub request: AdmissionRequest<O>,
+    pub request: AdmissionRequest<O, Old>,
 }
 
 /// The AdmissionReview versions the API server sends: it sends the first of a webhook's
@@ -59,7 +60,7 @@ impl<'de> Deserialize<'de> for ReviewVersion {
 
 #[derive(Debug, Deserialize)]
 #[serde(remote = "Self", rename_all = "camelCase")]
-pub struct AdmissionRequest<O> {
+pub struct AdmissionRequest<O, Old = O> {
     /// Echoed in the response so the API server can match it.
     pub uid: String,
     /// The kind of the object under admission (absent: no rule applies).
@@ -73,7 +74,7 @@ pub struct AdmissionRequest<O> {
     #[serde(default)]
     pub name: Option<String>,
     pub object: Option<O>,
-    pub old_object: Option<O>,
+    pub old_object: Option<Old>,
     #[serde(default)]
     pub user_info: UserInfo,
 }
@@ -97,8 +98,8 @@ pub struct UserInfo {
 }
 
 map_only! {
-    impl['de, O] AdmissionReview<O> where [O: Deserialize<'de>];
-    impl['de, O] AdmissionRequest<O> where [O: Deserialize<'de>];
+    impl['de, O, Old] AdmissionReview<O, Old> where [O: Deserialize<'de>, Old: Deserialize<'de>];
+    impl['de, O, Old] AdmissionRequest<O, Old> where [O: Deserialize<'de>, Old: Deserialize<'de>];
     impl['de] GroupVersionKind;
     impl['de] UserInfo;
 }

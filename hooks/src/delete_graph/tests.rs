@@ -937,6 +937,67 @@ fn rule_9_an_update_that_leaves_an_invalid_spec_as_it_was_is_admitted() {
     }
 }
 
+/// §9, what the webhook reads of an object under admission, from the request's text: the kind,
+/// the name and the spec as a JSON tree of the object gives them (of a key given twice the last;
+/// a metadata that is no object has no name), the rest skipped unread; a spec with a number out
+/// of range is a 400 naming where, an old spec only when it is read (the new one invalid).
+#[test]
+fn rule_9_the_webhook_reads_kind_name_and_spec_as_a_tree_gives_them() {
+    let review = |operation: &str, object: &str, old: &str| {
+        let body = format!(
+            r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u-9","operation":"{operation}","kind":{{"group":"metahooks.dev","version":"v1alpha1","kind":"WorkloadSet"}},"object":{object},"oldObject":{old}}}}}"#
+        );
+        crate::registry::output_of_text(super::validate_hook, body.as_bytes(), NOW)
+            .map(|out| serde_json::from_slice::<Value>(&out.body).unwrap()["response"].clone())
+    };
+    let allowed = |object: &str| review("CREATE", object, "null").unwrap()["allowed"].clone();
+    let spec = r#"{"workloads":{"a":{"template":{"spec":{"containers":[{"name":"c"}]}}}}}"#;
+    // A Pod name of 253 characters at most: the set's name, the workload's and 12 more.
+    let long = "s".repeat(241);
+    let named = |metadata: &str| format!(r#"{{"kind":"WorkloadSet",{metadata},"spec":{spec}}}"#);
+    assert_eq!(
+        allowed(&named(&format!(r#""metadata":{{"name":"{long}"}}"#))),
+        false
+    );
+    let twice = format!(r#""metadata":{{"name":"{long}"}},"metadata":{{"name":"s"}}"#);
+    assert_eq!(allowed(&named(&twice)), true);
+    let twice = format!(r#""metadata":{{"name":"s"}},"metadata":{{"name":"{long}"}}"#);
+    assert_eq!(allowed(&named(&twice)), false);
+    let twice = format!(r#""metadata":{{"name":"{long}","name":"s"}}"#);
+    assert_eq!(allowed(&named(&twice)), true);
+    assert_eq!(allowed(&named(r#""metadata":["x"]"#)), true);
+    let unread = r#""metadata":{"name":"s","managedFields":[{"n":1e400}]},"status":{"n":1e400}"#;
+    assert_eq!(allowed(&named(unread)), true);
+
+    let invalid = r#"{"workloads":{"a":{}}}"#;
+    let kinds = |first: &str, last: &str| {
+        format!(
+            r#"{{"kind":"{first}","metadata":{{"name":"s"}},"kind":"{last}","spec":{invalid}}}"#
+        )
+    };
+    assert_eq!(allowed(&kinds("ConfigMap", "WorkloadSet")), false);
+    assert_eq!(allowed(&kinds("WorkloadSet", "ConfigMap")), true);
+    let specs = |first: &str, last: &str| {
+        format!(r#"{{"spec":{first},"kind":"WorkloadSet","spec":{last}}}"#)
+    };
+    assert_eq!(allowed(&specs(spec, invalid)), false);
+    assert_eq!(allowed(&specs(invalid, spec)), true);
+
+    let out_of_range = r#"{"kind":"WorkloadSet","spec":{"workloads":{"a":{"x":1e400}}}}"#;
+    let refused = review("CREATE", out_of_range, "null").unwrap_err();
+    assert_eq!(refused.path, "request.object.spec.workloads.a.x");
+    let object = format!(r#"{{"kind":"WorkloadSet","spec":{spec}}}"#);
+    assert_eq!(
+        review("UPDATE", &object, out_of_range).unwrap()["allowed"],
+        true
+    );
+    let object = format!(r#"{{"kind":"WorkloadSet","spec":{invalid}}}"#);
+    let refused = review("UPDATE", &object, out_of_range).unwrap_err();
+    assert_eq!(refused.path, "request.oldObject.spec.workloads.a.x");
+    let left_so = review("UPDATE", &object, &object).unwrap();
+    assert_eq!(left_so["allowed"], true, "{left_so}");
+}
+
 /// §9: the validating webhook, on one object. Warnings for dependencies that are missing or
 /// can never hold (every policy and condition that cannot), a denial for an invalid spec, and
 /// anything but a CREATE or UPDATE of a WorkloadSet allowed.
