@@ -75,7 +75,8 @@ mutants:
 	CARGO_PROFILE_DEV_DEBUG=0 $(CARGO) mutants -p metahooks-hooks -p metahooks \
 		--copy-target=false --output target
 
-## Loopback load run against the release server and three floor servers (installs wrk).
+## Loopback load run of the sync routes, delete-graph's finalize and the admission routes against
+## the release server and three floor servers (installs wrk).
 bench-load:
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk bc)
 	command -v bc >/dev/null || apt-get install -y -qq bc
