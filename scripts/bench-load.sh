@@ -5,7 +5,7 @@
 # an echo server (reads the body, fixed answer), a scan server (serde_json checks the body is
 # JSON, keeping nothing, then the same fixed answer) and a naive JSON server (parses into
 # serde_json::Value, writes `related` back, or an AdmissionReview's object). Bounded: DURATION
-# seconds per run (default 3; with 3 rounds, 19 rows about 15 minutes) on 127.0.0.1 only.
+# seconds per run (default 3; with 3 rounds, 19 rows about 12 minutes) on 127.0.0.1 only.
 # Prints a markdown table, and last which of the performance issue's loopback, memory and
 # start-up targets this run met; the issue sets its loopback targets on the sync routes, so the
 # finalize and admission rows are reported beside them.
