@@ -64,10 +64,12 @@ impl<'de, S: Deserialize<'de>> Members<'de> for Admitted<'de, S> {
 }
 
 impl<'a> Admitted<'a, &'a RawValue> {
-    /// The spec read from its text, null when there is none.
-    fn spec(&self, at: &str) -> Result<Json<'a>, RequestError> {
+    /// The old object's spec read from its text, null when there is none.
+    fn old_spec(&self) -> Result<Json<'a>, RequestError> {
         match self.spec {
-            Some(raw) => decode(raw.get().as_bytes()).map_err(|e| e.within(at)),
+            Some(raw) => {
+                decode(raw.get().as_bytes()).map_err(|e| e.within("request.oldObject.spec"))
+            }
             None => Ok(Json::Null),
         }
     }
@@ -193,7 +195,7 @@ fn admit(
     let unchanged = || -> Result<bool, RequestError> {
         Ok(operation == "UPDATE"
             && match old_object {
-                Some(old) => old.spec("request.oldObject.spec")? == *spec,
+                Some(old) => old.old_spec()? == *spec,
                 None => false,
             })
     };

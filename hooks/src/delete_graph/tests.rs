@@ -106,15 +106,18 @@ fn chain() -> Value {
     })
 }
 
+/// The running Pod of workload `name` of `w` under its desired name, annotated with `deps`.
+fn running_pod(w: &Value, name: &str, deps: &str) -> Value {
+    pod(&desired_name(w, name), name, Some("Running"), false, deps)
+}
+
 /// The running Pods of [`chain`], each annotated with the dependency it was created for.
 fn running_chain() -> Vec<Value> {
     let w = chain();
-    let running =
-        |name: &str, deps: &str| pod(&desired_name(&w, name), name, Some("Running"), false, deps);
     vec![
-        running("database", "{}"),
-        running("backend", r#"{"database":"ADD_COND_RUNNING"}"#),
-        running("frontend", r#"{"backend":"ADD_COND_RUNNING"}"#),
+        running_pod(&w, "database", "{}"),
+        running_pod(&w, "backend", r#"{"database":"ADD_COND_RUNNING"}"#),
+        running_pod(&w, "frontend", r#"{"backend":"ADD_COND_RUNNING"}"#),
     ]
 }
 
@@ -662,12 +665,10 @@ fn rule_8_a_stopping_workload_names_every_dependent_it_waits_for() {
         "backend": workload(json!({"database": "ADD_COND_RUNNING"})),
         "worker": workload(json!({"database": "ADD_COND_RUNNING"})),
     });
-    let running =
-        |name: &str, deps: &str| pod(&desired_name(&w, name), name, Some("Running"), false, deps);
     let pods = vec![
-        running("database", "{}"),
-        running("worker", r#"{"database":"ADD_COND_RUNNING"}"#),
-        running("backend", r#"{"database":"ADD_COND_RUNNING"}"#),
+        running_pod(&w, "database", "{}"),
+        running_pod(&w, "worker", r#"{"database":"ADD_COND_RUNNING"}"#),
+        running_pod(&w, "backend", r#"{"database":"ADD_COND_RUNNING"}"#),
     ];
     let resp = run(&request(w.clone(), pods, true), true);
     assert_eq!(names(&resp), [desired_name(&w, "database")]);
