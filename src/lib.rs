@@ -13,5 +13,5 @@ pub mod server;
 pub mod telemetry;
 pub mod tls;
 
-pub use routes::{router, AppState, Clock, Limits};
+pub use routes::{router, App, AppState, Clock, Limits};
 pub use server::{start, start_with_clock, RunningServer};

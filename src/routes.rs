@@ -6,18 +6,22 @@ use crate::auth::BearerTokens;
 use crate::error::{ApiError, Overload};
 use crate::telemetry::Metrics;
 use axum::body::Body;
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::routing::future::RouteFuture;
 use axum::routing::{get, post, MethodRouter};
 use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use metahooks_hooks::memo::Memo;
 use metahooks_hooks::{Hook, HookContext, Subject, SyncCondition, HOOKS};
+use std::convert::Infallible;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
@@ -104,11 +108,30 @@ fn kib(bytes: usize) -> u32 {
     u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
 }
 
+/// The admin endpoints' paths: `/healthz`, `/readyz` and `/metrics`, each a GET.
+const ADMIN_PATHS: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+
+/// Every path the router mounts, each its own label in `/metrics`: the hooks' routes, then the
+/// admin endpoints'.
+static ROUTES: LazyLock<Vec<String>> = LazyLock::new(|| {
+    let hooks = HOOKS.iter().map(Hook::route);
+    hooks.chain(ADMIN_PATHS.map(String::from)).collect()
+});
+
+/// The label of a request for `path` in `/metrics`: the route it reaches, or `unmatched` for
+/// any other path (never the path itself, which a scanner would make a series of each).
+fn route_label(path: &str) -> &'static str {
+    ROUTES
+        .iter()
+        .find(|route| *route == path)
+        .map_or("unmatched", String::as_str)
+}
+
 /// The whole application: usable in tests with `tower::ServiceExt::oneshot`, no socket needed.
-pub fn router(state: Arc<AppState>) -> Router {
-    let mut router = Router::new();
+pub fn router(state: Arc<AppState>) -> App {
+    let mut routes = Router::new();
     for hook in HOOKS {
-        router = router.route(
+        routes = routes.route(
             &hook.route(),
             post(move |State(state): State<Arc<AppState>>, req: Request| {
                 handle_hook(hook, state, req)
@@ -116,17 +139,86 @@ pub fn router(state: Arc<AppState>) -> Router {
             .fallback(|| async { ApiError::MethodNotAllowed("POST with a JSON body") }),
         );
     }
-    router
-        .route("/healthz", admin(get(|| async { "ok\n" })))
-        .route("/readyz", admin(get(readyz)))
-        .route("/metrics", admin(get(metrics)))
+    let [healthz, ready, metrics_path] = ADMIN_PATHS;
+    let routes = routes
+        .route(healthz, admin(get(|| async { "ok\n" })))
+        .route(ready, admin(get(readyz)))
+        .route(metrics_path, admin(get(metrics)))
         .fallback(|| async { ApiError::NotFound })
-        .layer(middleware::from_fn_with_state(state.clone(), observe))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            close_when_stopping,
-        ))
-        .with_state(state)
+        .with_state(Arc::clone(&state));
+    App { routes, state }
+}
+
+/// The routes, and what every request gets around them: it is counted and timed under its
+/// route ([`route_label`]), and once the server is stopping an HTTP/1 answer says `Connection:
+/// close` (hyper then closes the connection after it), so that a client's next request opens
+/// a new connection, which the Service sends to another replica. HTTP/2 has no such header; its
+/// connections get a GOAWAY when the drain starts, and the client moves the requests the server
+/// did not take. A service of its own rather than axum middleware, which boxes each request's
+/// future and the routes behind it once per layer.
+#[derive(Clone)]
+pub struct App {
+    routes: Router,
+    state: Arc<AppState>,
+}
+
+impl<B> tower::Service<axum::http::Request<B>> for App
+where
+    Router: tower::Service<
+        axum::http::Request<B>,
+        Response = Response,
+        Error = Infallible,
+        Future = RouteFuture<Infallible>,
+    >,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Observed;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        tower::Service::<axum::http::Request<B>>::poll_ready(&mut self.routes, cx)
+    }
+
+    fn call(&mut self, req: axum::http::Request<B>) -> Observed {
+        Observed {
+            route: route_label(req.uri().path()),
+            http1: req.version() < axum::http::Version::HTTP_2,
+            start: Instant::now(),
+            state: Arc::clone(&self.state),
+            answer: self.routes.call(req),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request being answered by the routes, counted once answered.
+    pub struct Observed {
+        #[pin]
+        answer: RouteFuture<Infallible>,
+        route: &'static str,
+        http1: bool,
+        start: Instant,
+        state: Arc<AppState>,
+    }
+}
+
+impl Future for Observed {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let Ok(mut response) = ready!(this.answer.poll(cx));
+        let state = &this.state;
+        state
+            .metrics
+            .observe(this.route, response.status().as_u16(), this.start.elapsed());
+        if *this.http1 && state.stopping.load(Ordering::Relaxed) {
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        Poll::Ready(Ok(response))
+    }
 }
 
 /// An admin endpoint answers another method with a JSON 405, as a hook route does.
@@ -148,40 +240,6 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4"),
     );
-    response
-}
-
-/// Once the server is stopping, an HTTP/1 answer says `Connection: close` (hyper then closes the
-/// connection after it), so that a client's next request opens a new connection, which the
-/// Service sends to another replica. HTTP/2 has no such header; its connections get a GOAWAY
-/// when the drain starts, and the client moves the requests the server did not take.
-async fn close_when_stopping(
-    State(state): State<Arc<AppState>>,
-    req: Request,
-    next: Next,
-) -> Response {
-    let http1 = req.version() < axum::http::Version::HTTP_2;
-    let mut response = next.run(req).await;
-    if http1 && state.stopping.load(Ordering::Relaxed) {
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    }
-    response
-}
-
-/// Counts and times every request under its route (or `unmatched`).
-async fn observe(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or("unmatched", MatchedPath::as_str)
-        .to_owned();
-    let start = Instant::now();
-    let response = next.run(req).await;
-    state
-        .metrics
-        .observe(&route, response.status().as_u16(), start.elapsed());
     response
 }
 
@@ -459,6 +517,51 @@ mod tests {
             assert_eq!(connection(version).await.unwrap(), "close");
         }
         assert_eq!(connection(Version::HTTP_2).await, None);
+    }
+
+    /// Each request is counted under the route it reaches, whatever its method or answer, and
+    /// a request for any other path under `unmatched`.
+    #[tokio::test]
+    async fn requests_are_counted_under_their_route() {
+        use tower::ServiceExt;
+        let config = crate::config::ServeConfig::from_args(&[]).unwrap();
+        let state = AppState::new(Limits::from(&config));
+        let hooks = HOOKS.iter().map(|hook| ("POST", hook.route(), 400));
+        let others = [
+            ("GET", "/app-discovery/sync", 405),
+            ("GET", "/healthz", 200),
+            ("POST", "/healthz", 405),
+            ("GET", "/readyz", 503),
+            ("GET", "/app-discovery/sync/", 404),
+            ("GET", "/app-discovery", 404),
+            ("GET", "/.env", 404),
+        ];
+        let others = others.map(|(method, uri, status)| (method, uri.to_owned(), status));
+        for (method, uri, status) in hooks.chain(others) {
+            let req = Request::builder()
+                .method(method)
+                .uri(&uri)
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from("{}"))
+                .unwrap();
+            let response = router(Arc::clone(&state)).oneshot(req).await.unwrap();
+            assert_eq!(response.status(), status, "{method} {uri}");
+        }
+        let (_, text) = get(&state, "/metrics").await;
+        let count = |route: &str, status: u16| {
+            let line = format!("metahooks_requests_total{{route=\"{route}\",status=\"{status}\"}} ");
+            let line = text.lines().find(|l| l.starts_with(&line));
+            line.and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        };
+        for hook in HOOKS {
+            assert_eq!(count(&hook.route(), 400), Some(1), "{}", hook.id);
+        }
+        assert_eq!(count("/app-discovery/sync", 405), Some(1));
+        assert_eq!(count("/healthz", 200), Some(1));
+        assert_eq!(count("/healthz", 405), Some(1));
+        assert_eq!(count("/readyz", 503), Some(1));
+        assert_eq!(count("unmatched", 404), Some(3));
+        assert!(!text.contains(".env"), "{text}");
     }
 
     /// A hook that panics gets a 500 with a JSON error, not a connection closed without an

@@ -277,7 +277,7 @@ async fn accept_tls(
 /// ends or is drained.
 async fn serve_connection<I>(
     io: I,
-    service: TowerToHyperService<axum::Router>,
+    service: TowerToHyperService<crate::routes::App>,
     waits: Waits,
     mut draining: watch::Receiver<()>,
 ) where

@@ -32,7 +32,7 @@ type ConditionKey = (&'static str, &'static str, bool, &'static str);
 
 #[derive(Default)]
 pub struct Metrics {
-    series: Mutex<BTreeMap<(String, u16), Series>>,
+    series: Mutex<BTreeMap<(&'static str, u16), Series>>,
     /// Sync answers by the condition they gave their object.
     conditions: Mutex<BTreeMap<ConditionKey, u64>>,
     /// Connections open (`--max-connections` at most), counted by the server's accept loop.
@@ -46,14 +46,14 @@ pub struct Metrics {
 
 impl Metrics {
     /// Records one answered request. `route` is a mounted route or `unmatched`.
-    pub fn observe(&self, route: &str, status: u16, elapsed: Duration) {
+    pub fn observe(&self, route: &'static str, status: u16, elapsed: Duration) {
         let secs = elapsed.as_secs_f64();
         let slot = BUCKETS
             .iter()
             .position(|b| secs <= *b)
             .unwrap_or(BUCKETS.len());
         let mut series = self.series.lock().unwrap_or_else(|e| e.into_inner());
-        let s = series.entry((route.to_owned(), status)).or_default();
+        let s = series.entry((route, status)).or_default();
         s.count += 1;
         s.sum_seconds += secs;
         s.buckets[slot] += 1;

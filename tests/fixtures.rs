@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::http::Request;
 use http_body_util::BodyExt;
 use metahooks::config::ServeConfig;
-use metahooks::{router, AppState, Limits};
+use metahooks::{router, App, AppState, Limits};
 use metahooks_hooks::{Hook, HookKind, HOOKS};
 use std::path::{Path, PathBuf};
 use tower::ServiceExt;
@@ -23,7 +23,7 @@ fn fixture_now() -> time::OffsetDateTime {
 }
 
 /// A router as `serve` builds it, its hooks' clock at [`fixture_now`].
-fn fixture_router() -> axum::Router {
+fn fixture_router() -> App {
     let config = ServeConfig::from_args(&[]).unwrap();
     router(AppState::with_clock(
         Limits::from(&config),
@@ -37,7 +37,7 @@ async fn answer(route: &str, body: Vec<u8>) -> (u16, serde_json::Value) {
 }
 
 /// As [`answer`], from `app` (a clone shares the hooks' memos).
-async fn answer_from(app: axum::Router, route: &str, body: Vec<u8>) -> (u16, serde_json::Value) {
+async fn answer_from(app: App, route: &str, body: Vec<u8>) -> (u16, serde_json::Value) {
     let response = app
         .oneshot(
             Request::post(route)
