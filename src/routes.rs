@@ -549,7 +549,8 @@ mod tests {
         }
         let (_, text) = get(&state, "/metrics").await;
         let count = |route: &str, status: u16| {
-            let line = format!("metahooks_requests_total{{route=\"{route}\",status=\"{status}\"}} ");
+            let line =
+                format!("metahooks_requests_total{{route=\"{route}\",status=\"{status}\"}} ");
             let line = text.lines().find(|l| l.starts_with(&line));
             line.and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
         };
