@@ -150,12 +150,12 @@ pub fn router(state: Arc<AppState>) -> App {
 }
 
 /// The routes, and what every request gets around them: it is counted and timed under its
-/// route ([`route_label`]), and once the server is stopping an HTTP/1 answer says `Connection:
-/// close` (hyper then closes the connection after it), so that a client's next request opens
-/// a new connection, which the Service sends to another replica. HTTP/2 has no such header; its
-/// connections get a GOAWAY when the drain starts, and the client moves the requests the server
-/// did not take. A service of its own rather than axum middleware, which boxes each request's
-/// future and the routes behind it once per layer.
+/// route (its path, or `unmatched` for a path no route mounts), and once the server is stopping
+/// an HTTP/1 answer says `Connection: close` (hyper then closes the connection after it), so
+/// that a client's next request opens a new connection, which the Service sends to another
+/// replica. HTTP/2 has no such header; its connections get a GOAWAY when the drain starts, and
+/// the client moves the requests the server did not take. A service of its own rather than axum
+/// middleware, which boxes each request's future and the routes behind it once per layer.
 #[derive(Clone)]
 pub struct App {
     routes: Router,
