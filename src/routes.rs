@@ -139,10 +139,10 @@ pub fn router(state: Arc<AppState>) -> App {
             .fallback(|| async { ApiError::MethodNotAllowed("POST with a JSON body") }),
         );
     }
-    let [healthz, ready, metrics_path] = ADMIN_PATHS;
+    let [healthz_path, readyz_path, metrics_path] = ADMIN_PATHS;
     let routes = routes
-        .route(healthz, admin(get(|| async { "ok\n" })))
-        .route(ready, admin(get(readyz)))
+        .route(healthz_path, admin(get(|| async { "ok\n" })))
+        .route(readyz_path, admin(get(readyz)))
         .route(metrics_path, admin(get(metrics)))
         .fallback(|| async { ApiError::NotFound })
         .with_state(Arc::clone(&state));

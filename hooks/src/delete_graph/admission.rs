@@ -193,11 +193,10 @@ fn admit(
         }
     }
     let unchanged = || -> Result<bool, RequestError> {
-        Ok(operation == "UPDATE"
-            && match old_object {
-                Some(old) => old.old_spec()? == *spec,
-                None => false,
-            })
+        match old_object {
+            Some(old) if operation == "UPDATE" => Ok(old.old_spec()? == *spec),
+            _ => Ok(false),
+        }
     };
     let response = match validated.invalid {
         None => AdmissionResponse::allow(uid),
