@@ -5,13 +5,10 @@
 use crate::auth::BearerTokens;
 use crate::error::{ApiError, Overload};
 use crate::telemetry::Metrics;
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::body::{Body, HttpBody};
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, Method, StatusCode, Version};
 use axum::response::{IntoResponse, Response};
-use axum::routing::future::RouteFuture;
-use axum::routing::{get, post, MethodRouter};
-use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use metahooks_hooks::memo::Memo;
 use metahooks_hooks::{Hook, HookContext, Subject, SyncCondition, HOOKS};
@@ -108,125 +105,164 @@ fn kib(bytes: usize) -> u32 {
     u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
 }
 
-/// The admin endpoints' paths: `/healthz`, `/readyz` and `/metrics`, each a GET.
+/// The admin endpoints' paths: `/healthz`, `/readyz` and `/metrics`, each a GET (or a HEAD).
 const ADMIN_PATHS: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 
-/// Every path the router mounts, each its own label in `/metrics`: the hooks' routes, then the
-/// admin endpoints'.
+/// Every path the server mounts, each its own label in `/metrics`: the hooks' routes, in the
+/// order of `HOOKS`, then the admin endpoints', in the order of `ADMIN_PATHS`.
 static ROUTES: LazyLock<Vec<String>> = LazyLock::new(|| {
     let hooks = HOOKS.iter().map(Hook::route);
     hooks.chain(ADMIN_PATHS.map(String::from)).collect()
 });
 
-/// The label of a request for `path` in `/metrics`: the route it reaches, or `unmatched` for
-/// any other path (never the path itself, which a scanner would make a series of each).
-fn route_label(path: &str) -> &'static str {
-    ROUTES
-        .iter()
-        .find(|route| *route == path)
-        .map_or("unmatched", String::as_str)
+/// What a request's path reaches.
+#[derive(Clone, Copy)]
+enum Endpoint {
+    Hook(&'static Hook),
+    Healthz,
+    Readyz,
+    Metrics,
+}
+
+/// The endpoint mounted at `path` and its label in `/metrics`, if any: a request for any other
+/// path is counted under `unmatched` (never under the path itself, which a scanner would make
+/// a series of each).
+fn endpoint(path: &str) -> Option<(Endpoint, &'static str)> {
+    let index = ROUTES.iter().position(|route| route == path)?;
+    let endpoint = match HOOKS.get(index) {
+        Some(hook) => Endpoint::Hook(hook),
+        None => [Endpoint::Healthz, Endpoint::Readyz, Endpoint::Metrics][index - HOOKS.len()],
+    };
+    Some((endpoint, ROUTES[index].as_str()))
 }
 
 /// The whole application: usable in tests with `tower::ServiceExt::oneshot`, no socket needed.
 pub fn router(state: Arc<AppState>) -> App {
-    let mut routes = Router::new();
-    for hook in HOOKS {
-        routes = routes.route(
-            &hook.route(),
-            post(move |State(state): State<Arc<AppState>>, req: Request| {
-                handle_hook(hook, state, req)
-            })
-            .fallback(|| async { ApiError::MethodNotAllowed("POST with a JSON body") }),
-        );
-    }
-    let [healthz_path, readyz_path, metrics_path] = ADMIN_PATHS;
-    let routes = routes
-        .route(healthz_path, admin(get(|| async { "ok\n" })))
-        .route(readyz_path, admin(get(readyz)))
-        .route(metrics_path, admin(get(metrics)))
-        .fallback(|| async { ApiError::NotFound })
-        .with_state(Arc::clone(&state));
-    App { routes, state }
+    App { state }
 }
 
-/// The routes, and what every request gets around them: it is counted and timed under its
-/// route (its path, or `unmatched` for a path no route mounts), and once the server is stopping
-/// an HTTP/1 answer says `Connection: close` (hyper then closes the connection after it), so
-/// that a client's next request opens a new connection, which the Service sends to another
-/// replica. HTTP/2 has no such header; its connections get a GOAWAY when the drain starts, and
-/// the client moves the requests the server did not take. A service of its own rather than axum
-/// middleware, which boxes each request's future and the routes behind it once per layer.
+/// The server's routes, and what every request gets around them. A hook's route takes a POST,
+/// an admin endpoint a GET or a HEAD (answered as the GET, without its body); another method
+/// gets a JSON 405 naming the ones the route takes (also in `Allow`), a path no route mounts a
+/// JSON 404. Every request is counted and timed under its route, and once the server is
+/// stopping an HTTP/1 answer says `Connection: close` (hyper then closes the connection after
+/// it), so that a client's next request opens a new connection, which the Service sends to
+/// another replica. HTTP/2 has no such header; its connections get a GOAWAY when the drain
+/// starts, and the client moves the requests the server did not take.
+///
+/// A dispatch of its own over the fifteen paths rather than axum's `Router`, whose path tree,
+/// URL parameters and boxed per-route services cost more a request than the table (see
+/// docs/BENCHMARKS.md, "After the fifty-fourth round").
 #[derive(Clone)]
 pub struct App {
-    routes: Router,
     state: Arc<AppState>,
 }
 
 impl<B> tower::Service<axum::http::Request<B>> for App
 where
-    Router: tower::Service<
-        axum::http::Request<B>,
-        Response = Response,
-        Error = Infallible,
-        Future = RouteFuture<Infallible>,
-    >,
+    B: HttpBody<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
 {
     type Response = Response;
     type Error = Infallible;
     type Future = Observed;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        tower::Service::<axum::http::Request<B>>::poll_ready(&mut self.routes, cx)
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, req: axum::http::Request<B>) -> Observed {
+        let start = Instant::now();
+        let state = &self.state;
+        let found = endpoint(req.uri().path());
+        let http1 = req.version() < Version::HTTP_2;
+        let head = req.method() == Method::HEAD;
+        let method = req.method();
+        let answer = match found {
+            None => Answering::Ready(ApiError::NotFound.into_response()),
+            Some((Endpoint::Hook(hook), _)) if method == Method::POST => {
+                let hook = handle_hook(hook, Arc::clone(state), req.map(Body::new));
+                Answering::Hook(Box::pin(hook))
+            }
+            Some((Endpoint::Hook(_), _)) => {
+                Answering::Ready(method_not_allowed("POST with a JSON body", "POST"))
+            }
+            Some((admin, _)) if method == Method::GET || head => Answering::Ready(match admin {
+                Endpoint::Readyz => readyz(state),
+                Endpoint::Metrics => metrics(state),
+                _ => "ok\n".into_response(),
+            }),
+            Some(_) => Answering::Ready(method_not_allowed("GET", "GET,HEAD")),
+        };
         Observed {
-            route: route_label(req.uri().path()),
-            http1: req.version() < axum::http::Version::HTTP_2,
-            start: Instant::now(),
-            state: Arc::clone(&self.state),
-            answer: self.routes.call(req),
+            route: found.map_or("unmatched", |(_, label)| label),
+            http1,
+            head,
+            start,
+            state: Arc::clone(state),
+            answer,
         }
     }
 }
 
-pin_project_lite::pin_project! {
-    /// A request being answered by the routes, counted once answered.
-    pub struct Observed {
-        #[pin]
-        answer: RouteFuture<Infallible>,
-        route: &'static str,
-        http1: bool,
-        start: Instant,
-        state: Arc<AppState>,
-    }
+/// An answer being made: at once (a 404, a 405, an admin endpoint's) or by a hook.
+enum Answering {
+    Ready(Response),
+    Hook(Pin<Box<dyn Future<Output = Response> + Send>>),
+}
+
+/// A request being answered, counted once answered.
+pub struct Observed {
+    answer: Answering,
+    route: &'static str,
+    http1: bool,
+    head: bool,
+    start: Instant,
+    state: Arc<AppState>,
 }
 
 impl Future for Observed {
     type Output = Result<Response, Infallible>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let Ok(mut response) = ready!(this.answer.poll(cx));
-        let state = &this.state;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut response = match &mut self.answer {
+            Answering::Ready(response) => std::mem::take(response),
+            Answering::Hook(hook) => ready!(hook.as_mut().poll(cx)),
+        };
+        let state = &self.state;
         state
             .metrics
-            .observe(this.route, response.status().as_u16(), this.start.elapsed());
-        if *this.http1 && state.stopping.load(Ordering::Relaxed) {
+            .observe(self.route, response.status().as_u16(), self.start.elapsed());
+        if self.http1 && state.stopping.load(Ordering::Relaxed) {
             response
                 .headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        if self.head {
+            // The GET's length, then no body (which hyper would not send either).
+            if let Some(length) = HttpBody::size_hint(response.body()).exact() {
+                let length = HeaderValue::from(length);
+                response
+                    .headers_mut()
+                    .entry(header::CONTENT_LENGTH)
+                    .or_insert(length);
+            }
+            *response.body_mut() = Body::empty();
         }
         Poll::Ready(Ok(response))
     }
 }
 
-/// An admin endpoint answers another method with a JSON 405, as a hook route does.
-fn admin(route: MethodRouter<Arc<AppState>>) -> MethodRouter<Arc<AppState>> {
-    route.fallback(|| async { ApiError::MethodNotAllowed("GET") })
+/// The JSON 405 of a route that takes `allowed` (an `Allow` header's value).
+fn method_not_allowed(takes: &'static str, allowed: &'static str) -> Response {
+    let mut response = ApiError::MethodNotAllowed(takes).into_response();
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allowed));
+    response
 }
 
-async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+fn readyz(state: &AppState) -> Response {
     if state.ready.load(Ordering::Relaxed) {
         "ready\n".into_response()
     } else {
@@ -234,7 +270,7 @@ async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
-async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+fn metrics(state: &AppState) -> Response {
     let mut response = state.metrics.render().into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -490,6 +526,53 @@ mod tests {
         );
         state.ready.store(false, Ordering::Relaxed);
         assert_eq!(get(&state, "/readyz").await, not_ready);
+    }
+
+    /// A HEAD on an admin endpoint is answered as its GET, with the GET's length and no body;
+    /// a hook's route takes no HEAD, and a path no route mounts is a 404 to every method.
+    #[tokio::test]
+    async fn head_is_answered_as_get_without_its_body() {
+        use tower::ServiceExt;
+        let config = crate::config::ServeConfig::from_args(&[]).unwrap();
+        let state = AppState::new(Limits::from(&config));
+        let call = |method: &str, uri: &str| {
+            let req = Request::builder().method(method).uri(uri);
+            let answer = router(Arc::clone(&state)).oneshot(req.body(Body::empty()).unwrap());
+            async move {
+                let (parts, body) = answer.await.unwrap().into_parts();
+                let body = body.collect().await.unwrap().to_bytes();
+                (parts.status, parts.headers, body)
+            }
+        };
+        for path in ADMIN_PATHS {
+            let (get_status, get_headers, get_body) = call("GET", path).await;
+            let (status, headers, body) = call("HEAD", path).await;
+            assert_eq!(status, get_status, "{path}");
+            assert_eq!(
+                headers[header::CONTENT_TYPE],
+                get_headers[header::CONTENT_TYPE]
+            );
+            let length: usize = headers[header::CONTENT_LENGTH]
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            // `/metrics` grows by the GET's own series between the two.
+            if path != "/metrics" {
+                assert_eq!(length, get_body.len(), "{path}");
+            }
+            assert!(length > 0 && body.is_empty(), "{path}: {length} {body:?}");
+            assert!(!get_body.is_empty(), "{path}");
+        }
+        let (status, headers, _) = call("HEAD", "/app-discovery/sync").await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(headers[header::ALLOW], "POST");
+        for method in ["HEAD", "GET", "POST", "OPTIONS"] {
+            let (status, headers, body) = call(method, "/app-discovery").await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{method}");
+            assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+            assert_eq!(body.is_empty(), method == "HEAD", "{method}: {body:?}");
+        }
     }
 
     /// Once stopping, an HTTP/1 answer closes its connection and an HTTP/2 one carries no
