@@ -6,7 +6,7 @@
 use crate::error::ApiError;
 use crate::reload::Reloading;
 use anyhow::{anyhow, Context, Result};
-use axum::http::{header, HeaderMap};
+use http::{header, HeaderMap};
 use std::path::Path;
 use std::time::Duration;
 use subtle::{Choice, ConstantTimeEq};

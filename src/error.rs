@@ -2,8 +2,8 @@
 //! JSON `{"error": ..., "path": ...}` (path only for undecodable requests). Only a hook that
 //! panics (a bug, ours or a dependency's) is a 500.
 
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum_core::response::{IntoResponse, Response};
+use http::{header, HeaderValue, StatusCode};
 use metahooks_hooks::RequestError;
 use serde::Serialize;
 

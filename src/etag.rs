@@ -6,7 +6,7 @@
 //! now, so a 304 goes out only when that answer is byte for byte the one Metacontroller kept, and
 //! can never stand in for an answer that the clock or the request has changed since.
 
-use axum::http::HeaderValue;
+use http::HeaderValue;
 use metahooks_hooks::meta::sha256_hex;
 
 /// The strong entity tag of an answer: its SHA-256 in hex, quoted.

@@ -5,10 +5,11 @@
 use crate::auth::BearerTokens;
 use crate::error::{ApiError, Overload};
 use crate::telemetry::Metrics;
-use axum::body::{Body, HttpBody};
-use axum::extract::Request;
-use axum::http::{header, HeaderValue, Method, StatusCode, Version};
-use axum::response::{IntoResponse, Response};
+use axum_core::body::Body;
+use axum_core::extract::Request;
+use axum_core::response::{IntoResponse, Response};
+use http::{header, HeaderValue, Method, StatusCode, Version};
+use http_body::Body as HttpBody;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use metahooks_hooks::memo::Memo;
 use metahooks_hooks::{Hook, HookContext, Subject, SyncCondition, HOOKS};
@@ -158,10 +159,10 @@ pub struct App {
     state: Arc<AppState>,
 }
 
-impl<B> tower::Service<axum::http::Request<B>> for App
+impl<B> tower::Service<http::Request<B>> for App
 where
     B: HttpBody<Data = bytes::Bytes> + Send + 'static,
-    B::Error: Into<axum::BoxError>,
+    B::Error: Into<axum_core::BoxError>,
 {
     type Response = Response;
     type Error = Infallible;
@@ -171,7 +172,7 @@ where
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: axum::http::Request<B>) -> Observed {
+    fn call(&mut self, req: http::Request<B>) -> Observed {
         let start = Instant::now();
         let state = &self.state;
         let found = endpoint(req.uri().path());
@@ -593,7 +594,7 @@ mod tests {
                 response.headers().get(header::CONNECTION).cloned()
             }
         };
-        use axum::http::Version;
+        use http::Version;
         assert_eq!(connection(Version::HTTP_11).await, None);
         state.stopping.store(true, Ordering::Relaxed);
         for version in [Version::HTTP_10, Version::HTTP_11] {
