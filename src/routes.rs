@@ -106,17 +106,7 @@ fn kib(bytes: usize) -> u32 {
     u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
 }
 
-/// The admin endpoints' paths: `/healthz`, `/readyz` and `/metrics`, each a GET (or a HEAD).
-const ADMIN_PATHS: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
-
-/// Every path the server mounts, each its own label in `/metrics`: the hooks' routes, in the
-/// order of `HOOKS`, then the admin endpoints', in the order of `ADMIN_PATHS`.
-static ROUTES: LazyLock<Vec<String>> = LazyLock::new(|| {
-    let hooks = HOOKS.iter().map(Hook::route);
-    hooks.chain(ADMIN_PATHS.map(String::from)).collect()
-});
-
-/// What a request's path reaches.
+/// What a mounted path serves.
 #[derive(Clone, Copy)]
 enum Endpoint {
     Hook(&'static Hook),
@@ -125,16 +115,29 @@ enum Endpoint {
     Metrics,
 }
 
+/// The admin endpoints, each a GET (or a HEAD).
+const ADMIN: [(&str, Endpoint); 3] = [
+    ("/healthz", Endpoint::Healthz),
+    ("/readyz", Endpoint::Readyz),
+    ("/metrics", Endpoint::Metrics),
+];
+
+/// Every path the server mounts, each its own label in `/metrics`, with what it serves: the
+/// hooks' routes, then the admin endpoints.
+static ROUTES: LazyLock<Vec<(String, Endpoint)>> = LazyLock::new(|| {
+    let hooks = HOOKS
+        .iter()
+        .map(|hook| (hook.route(), Endpoint::Hook(hook)));
+    let admin = ADMIN.map(|(path, endpoint)| (path.to_owned(), endpoint));
+    hooks.chain(admin).collect()
+});
+
 /// The endpoint mounted at `path` and its label in `/metrics`, if any: a request for any other
 /// path is counted under `unmatched` (never under the path itself, which a scanner would make
 /// a series of each).
 fn endpoint(path: &str) -> Option<(Endpoint, &'static str)> {
-    let index = ROUTES.iter().position(|route| route == path)?;
-    let endpoint = match HOOKS.get(index) {
-        Some(hook) => Endpoint::Hook(hook),
-        None => [Endpoint::Healthz, Endpoint::Readyz, Endpoint::Metrics][index - HOOKS.len()],
-    };
-    Some((endpoint, ROUTES[index].as_str()))
+    let (route, endpoint) = ROUTES.iter().find(|(route, _)| route == path)?;
+    Some((*endpoint, route))
 }
 
 /// The whole application: usable in tests with `tower::ServiceExt::oneshot`, no socket needed.
@@ -151,7 +154,7 @@ pub fn router(state: Arc<AppState>) -> App {
 /// another replica. HTTP/2 has no such header; its connections get a GOAWAY when the drain
 /// starts, and the client moves the requests the server did not take.
 ///
-/// A dispatch of its own over the fifteen paths rather than axum's `Router`, whose path tree,
+/// Our own dispatch over the mounted paths rather than axum's `Router`, whose path tree,
 /// URL parameters and boxed per-route services cost more a request than the table (see
 /// docs/BENCHMARKS.md, "After the fifty-fourth round").
 #[derive(Clone)]
@@ -178,22 +181,20 @@ where
         let found = endpoint(req.uri().path());
         let http1 = req.version() < Version::HTTP_2;
         let head = req.method() == Method::HEAD;
-        let method = req.method();
-        let answer = match found {
+        let get = head || req.method() == Method::GET;
+        let answer = match found.map(|(endpoint, _)| endpoint) {
             None => Answering::Ready(ApiError::NotFound.into_response()),
-            Some((Endpoint::Hook(hook), _)) if method == Method::POST => {
+            Some(Endpoint::Hook(hook)) if req.method() == Method::POST => {
                 let hook = handle_hook(hook, Arc::clone(state), req.map(Body::new));
                 Answering::Hook(Box::pin(hook))
             }
-            Some((Endpoint::Hook(_), _)) => {
+            Some(Endpoint::Hook(_)) => {
                 Answering::Ready(method_not_allowed("POST with a JSON body", "POST"))
             }
-            Some((admin, _)) if method == Method::GET || head => Answering::Ready(match admin {
-                Endpoint::Readyz => readyz(state),
-                Endpoint::Metrics => metrics(state),
-                _ => "ok\n".into_response(),
-            }),
-            Some(_) => Answering::Ready(method_not_allowed("GET", "GET,HEAD")),
+            Some(_) if !get => Answering::Ready(method_not_allowed("GET", "GET,HEAD")),
+            Some(Endpoint::Healthz) => Answering::Ready("ok\n".into_response()),
+            Some(Endpoint::Readyz) => Answering::Ready(readyz(state)),
+            Some(Endpoint::Metrics) => Answering::Ready(metrics(state)),
         };
         Observed {
             route: found.map_or("unmatched", |(_, label)| label),
@@ -545,7 +546,7 @@ mod tests {
                 (parts.status, parts.headers, body)
             }
         };
-        for path in ADMIN_PATHS {
+        for (path, _) in ADMIN {
             let (get_status, get_headers, get_body) = call("GET", path).await;
             let (status, headers, body) = call("HEAD", path).await;
             assert_eq!(status, get_status, "{path}");
