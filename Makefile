@@ -8,7 +8,7 @@ PROMTOOL ?= target/tools/promtool
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: build run test soak deny e2e lint fmt demo bench bench-load bench-instructions fuzz mutants manifests-check image-check clean
+.PHONY: build run test soak deny e2e lint fmt demo bench bench-load bench-instructions bench-server-instructions fuzz mutants manifests-check image-check clean
 
 build:
 	$(CARGO) build --release
@@ -88,6 +88,14 @@ bench-instructions:
 	command -v valgrind >/dev/null || (apt-get update -qq && apt-get install -y -qq valgrind bc)
 	command -v bc >/dev/null || apt-get install -y -qq bc
 	scripts/bench-instructions.sh
+
+## The release server's instructions a request on every route beside the echo floor's, under
+## callgrind with wrk (installs both).
+bench-server-instructions:
+	command -v valgrind >/dev/null || (apt-get update -qq && apt-get install -y -qq valgrind bc)
+	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk bc)
+	command -v bc >/dev/null || apt-get install -y -qq bc
+	scripts/bench-server-instructions.sh
 
 ## Render manifests/ and validate every object offline (Kubernetes schemas, our CRD schemas,
 ## routes and hook kinds against `metahooks list`, webhook matchConditions against the fixtures,
