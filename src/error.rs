@@ -30,8 +30,11 @@ pub enum ApiError {
     Unauthorized,
     /// 404.
     NotFound,
-    /// 405, with what the route takes.
-    MethodNotAllowed(&'static str),
+    /// 405: `takes` says what the route takes, `allow` its methods (the `Allow` header).
+    MethodNotAllowed {
+        takes: &'static str,
+        allow: &'static str,
+    },
     /// 500: the hook panicked. The answer is an error, so Metacontroller and the API server
     /// change nothing, as when a call fails.
     HookPanicked,
@@ -67,7 +70,7 @@ impl ApiError {
             ApiError::Timeout => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound => StatusCode::NOT_FOUND,
-            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::HookPanicked => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -106,7 +109,7 @@ impl ApiError {
             ApiError::Timeout => "the request took longer than the request timeout".into(),
             ApiError::Unauthorized => "a valid Authorization: Bearer token is required".into(),
             ApiError::NotFound => "no such route; `metahooks list` shows the hooks".into(),
-            ApiError::MethodNotAllowed(takes) => format!("this route takes {takes}"),
+            ApiError::MethodNotAllowed { takes, .. } => format!("this route takes {takes}"),
             ApiError::HookPanicked => {
                 "the hook failed on this request (a bug in metahooks; the server log has it)".into()
             }
@@ -141,6 +144,9 @@ impl IntoResponse for ApiError {
                 header::ACCEPT_ENCODING,
                 HeaderValue::from_static("identity"),
             );
+        }
+        if let ApiError::MethodNotAllowed { allow, .. } = self {
+            headers.insert(header::ALLOW, HeaderValue::from_static(allow));
         }
         if let ApiError::Timeout = self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));

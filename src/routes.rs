@@ -188,10 +188,20 @@ where
                 let hook = handle_hook(hook, Arc::clone(state), req.map(Body::new));
                 Answering::Hook(Box::pin(hook))
             }
-            Some(Endpoint::Hook(_)) => {
-                Answering::Ready(method_not_allowed("POST with a JSON body", "POST"))
-            }
-            Some(_) if !get => Answering::Ready(method_not_allowed("GET", "GET,HEAD")),
+            Some(Endpoint::Hook(_)) => Answering::Ready(
+                ApiError::MethodNotAllowed {
+                    takes: "POST with a JSON body",
+                    allow: "POST",
+                }
+                .into_response(),
+            ),
+            Some(_) if !get => Answering::Ready(
+                ApiError::MethodNotAllowed {
+                    takes: "GET",
+                    allow: "GET,HEAD",
+                }
+                .into_response(),
+            ),
             Some(Endpoint::Healthz) => Answering::Ready("ok\n".into_response()),
             Some(Endpoint::Readyz) => Answering::Ready(readyz(state)),
             Some(Endpoint::Metrics) => Answering::Ready(metrics(state)),
@@ -253,15 +263,6 @@ impl Future for Observed {
         }
         Poll::Ready(Ok(response))
     }
-}
-
-/// The JSON 405 of a route that takes `allowed` (an `Allow` header's value).
-fn method_not_allowed(takes: &'static str, allowed: &'static str) -> Response {
-    let mut response = ApiError::MethodNotAllowed(takes).into_response();
-    response
-        .headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static(allowed));
-    response
 }
 
 fn readyz(state: &AppState) -> Response {
