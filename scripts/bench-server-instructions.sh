@@ -27,7 +27,6 @@ if [ -z "${SERVER:-}" ]; then
 fi
 cargo build --release --quiet --example floor --example load_requests
 ./target/release/examples/load_requests "$OUT" >&2
-printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nlocal f = io.open(os.getenv("BODY"), "rb")\nwrk.body = f:read("*all")\nf:close()\n' >"$OUT/post-once.lua"
 
 if curl -s "http://127.0.0.1:$PORT/" >/dev/null; then
   echo "something already answers on 127.0.0.1:$PORT: stop it first" >&2
@@ -51,7 +50,7 @@ count() {
   elif [ "$2" = /healthz ]; then
     requests=$(wrk -t1 -c1 -d"${DURATION}s" "http://127.0.0.1:$PORT$2" | awk '/requests in/ {print $1}')
   else
-    requests=$(BODY="$3" wrk -t1 -c1 -d"${DURATION}s" -s "$OUT/post-once.lua" \
+    requests=$(BODY="$3" VARY=0 wrk -t1 -c1 -d"${DURATION}s" -s scripts/post.lua \
       "http://127.0.0.1:$PORT$2" | awk '/requests in/ {print $1}')
   fi
   kill -TERM "$pid"
