@@ -13,7 +13,10 @@
 # measures the container image's binary (scripts/image-binary.sh: static, glibc) instead of the
 # ordinary release build. TLS=1 sends metahooks' requests to its HTTPS listener (the self-signed
 # certificate made at start, TLS 1.3), as Metacontroller calls cert-rotation's hooks in the
-# manifests; the floors stay on plain HTTP, so the ratios include what TLS costs.
+# manifests and the API server every admission webhook; the floors stay on plain HTTP, so the
+# ratios include what TLS costs. wrk's OpenSSL offers AES-256-GCM first; TLS_CIPHERSUITES (an
+# OpenSSL TLS 1.3 list, e.g. TLS_AES_128_GCM_SHA256, which Go's clients choose on a CPU with AES
+# instructions) makes it offer those suites only, through an OPENSSL_CONF written for wrk.
 # By default wrk sends one body over and over, as Metacontroller resyncs a parent that has not
 # changed, so metahooks decodes it once (its memo of decoded requests). VARY=1 makes every request
 # differ in a child's resourceVersion (the first in the body), as when something changed in a child
@@ -72,6 +75,12 @@ if [ "${VARY:-0}" != 0 ]; then
   ROUTES=$(for route in $ROUTES; do is_admission "$route" || echo "$route"; done | tr '\n' ' ')
 fi
 [ -n "${ROUTES// /}" ] || { echo "VARY=${VARY:-0}: no route left to run" >&2; exit 1; }
+if [ -n "${TLS_CIPHERSUITES:-}" ]; then
+  [ "${TLS:-0}" = 1 ] || { echo "TLS_CIPHERSUITES needs TLS=1" >&2; exit 1; }
+  printf '%s\n' 'openssl_conf = conf' '[conf]' 'ssl_conf = ssl' '[ssl]' 'system_default = suites' \
+    '[suites]' "Ciphersuites = $TLS_CIPHERSUITES" >"$OUT/wrk-openssl.cnf"
+  export OPENSSL_CONF=$OUT/wrk-openssl.cnf
+fi
 
 server_bin=./target/release/metahooks
 if [ "${IMAGE:-0}" = 1 ]; then
@@ -207,7 +216,7 @@ printf '%s' "$cpu_rows"
 peak_kb=$(awk '/VmHWM/ {print $2}' /proc/$server/status)
 echo
 echo "start to ready (self-signed TLS included): ${ready_ms} ms; idle RSS: $((idle_kb / 1024)) MiB; peak RSS under load: $((peak_kb / 1024)) MiB"
-echo "metahooks: $server_bin${FEATURES:+ (features: $FEATURES)}, over $(base_url 8090 | cut -d: -f1)"
+echo "metahooks: $server_bin${FEATURES:+ (features: $FEATURES)}, over $(base_url 8090 | cut -d: -f1)${TLS_CIPHERSUITES:+ (wrk offering $TLS_CIPHERSUITES only)}"
 echo "servers pinned: ${server_cpu[*]:-no}; wrk pinned: ${client_cpu[*]:-no}; ${ROUNDS} rounds of ${DURATION} s per server, medians"
 case "${VARY:-0}" in
   1) echo "requests: every one differs in a child's resourceVersion (VARY=1), which no hook reads;" ;;
