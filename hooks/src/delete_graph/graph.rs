@@ -2,6 +2,8 @@
 //! the delete condition `DelCondNotPendingNorRunning` (§4). A spec's edges are worked out once
 //! with its plan; a sync adds those of obsolete Pods' annotations to a copy only when they are new.
 
+use std::ops::Range;
+
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
@@ -35,7 +37,6 @@ impl DeleteGraph {
     /// Strongly connected components of the graph restricted to the nodes of `set` (Tarjan,
     /// iterative, over the nodes' places in their sorted list rather than hash maps of names).
     pub fn components<'a>(&self, set: impl IntoIterator<Item = &'a str>) -> Components<'a> {
-        const UNSEEN: usize = usize::MAX;
         let set = set.into_iter();
         let mut nodes: Vec<&'a str> = Vec::with_capacity(set.size_hint().1.unwrap_or(0));
         nodes.extend(set);
@@ -57,40 +58,40 @@ impl DeleteGraph {
         }
         starts.push(targets.len());
 
-        let mut index = vec![UNSEEN; n];
+        // The order each node was reached in, once it has been.
+        let mut index: Vec<Option<usize>> = vec![None; n];
         let mut low = vec![0; n];
         let mut on_stack = vec![false; n];
         let mut ids = vec![0; n];
         let mut stack = Vec::with_capacity(n);
-        // Each frame: a node and the place of its next successor to look at.
-        let mut frames: Vec<(usize, usize)> = Vec::with_capacity(n);
+        // Each frame: a node and the places in `targets` of the successors it has yet to look at.
+        let mut frames: Vec<(usize, Range<usize>)> = Vec::with_capacity(n);
         let mut next_index = 0;
         let mut next_id = 0;
         for root in 0..n {
-            if index[root] != UNSEEN {
+            if index[root].is_some() {
                 continue;
             }
             let mut entering = Some(root);
             loop {
                 if let Some(v) = entering.take() {
-                    index[v] = next_index;
+                    index[v] = Some(next_index);
                     low[v] = next_index;
                     next_index += 1;
                     stack.push(v);
                     on_stack[v] = true;
-                    frames.push((v, starts[v]));
+                    frames.push((v, starts[v]..starts[v + 1]));
                 }
-                let Some((v, edge)) = frames.last_mut() else {
+                let Some((v, successors)) = frames.last_mut() else {
                     break;
                 };
                 let v = *v;
-                if *edge < starts[v + 1] {
-                    let w = targets[*edge];
-                    *edge += 1;
-                    if index[w] == UNSEEN {
-                        entering = Some(w);
-                    } else if on_stack[w] {
-                        low[v] = low[v].min(index[w]);
+                if let Some(place) = successors.next() {
+                    let w = targets[place];
+                    match index[w] {
+                        None => entering = Some(w),
+                        Some(reached) if on_stack[w] => low[v] = low[v].min(reached),
+                        Some(_) => {}
                     }
                     continue;
                 }
@@ -98,7 +99,7 @@ impl DeleteGraph {
                 if let Some(&(parent, _)) = frames.last() {
                     low[parent] = low[parent].min(low[v]);
                 }
-                if low[v] == index[v] {
+                if index[v] == Some(low[v]) {
                     while let Some(member) = stack.pop() {
                         on_stack[member] = false;
                         ids[member] = next_id;
