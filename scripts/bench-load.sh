@@ -75,11 +75,12 @@ if [ "${VARY:-0}" != 0 ]; then
   ROUTES=$(for route in $ROUTES; do is_admission "$route" || echo "$route"; done | tr '\n' ' ')
 fi
 [ -n "${ROUTES// /}" ] || { echo "VARY=${VARY:-0}: no route left to run" >&2; exit 1; }
+wrk_env=() # what wrk alone gets in its environment
 if [ -n "${TLS_CIPHERSUITES:-}" ]; then
   [ "${TLS:-0}" = 1 ] || { echo "TLS_CIPHERSUITES needs TLS=1" >&2; exit 1; }
   printf '%s\n' 'openssl_conf = conf' '[conf]' 'ssl_conf = ssl' '[ssl]' 'system_default = suites' \
     '[suites]' "Ciphersuites = $TLS_CIPHERSUITES" >"$OUT/wrk-openssl.cnf"
-  export OPENSSL_CONF=$OUT/wrk-openssl.cnf
+  wrk_env=(OPENSSL_CONF="$OUT/wrk-openssl.cnf")
 fi
 
 server_bin=./target/release/metahooks
@@ -135,7 +136,7 @@ base_url() {
 run() {
   local before after result
   before=$(cpu_ticks "${server_pid[$1]}")
-  result=$( { TIMEFORMAT='%U %S'; time BODY="$3" "${client_cpu[@]}" wrk -t2 -c"$CONNECTIONS" \
+  result=$( { TIMEFORMAT='%U %S'; time BODY="$3" "${client_cpu[@]}" env "${wrk_env[@]}" wrk -t2 -c"$CONNECTIONS" \
     -d"${DURATION}s" --latency -s scripts/post.lua "$(base_url "$1")/$2" >"$OUT/wrk.out"; } 2>&1)
   after=$(cpu_ticks "${server_pid[$1]}")
   result=${result##*$'\n'} # the last line is `time`'s, after anything wrk wrote to stderr
