@@ -76,10 +76,11 @@ mutants:
 		--copy-target=false --output target
 
 ## Loopback load run of the sync routes, delete-graph's finalize and the admission routes against
-## the release server and three floor servers (installs wrk).
+## the release server and three floor servers (installs wrk, and h2load for H2=1).
 bench-load:
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk bc)
 	command -v bc >/dev/null || apt-get install -y -qq bc
+	[ "$${H2:-0}" != 1 ] || command -v h2load >/dev/null || (apt-get update -qq && apt-get install -y -qq nghttp2-client)
 	scripts/bench-load.sh
 
 ## Instruction counts of every sync hook and delete-graph's finalize against their floors, under

@@ -66,6 +66,9 @@ async fn main() {
     let listener = tokio::net::TcpListener::bind(&addr).await.unwrap();
     loop {
         let (stream, _) = listener.accept().await.unwrap();
+        // As metahooks' listeners do: without it an HTTP/2 answer's DATA frame, written after its
+        // HEADERS frame, waits for the peer's delayed ACK.
+        let _ = stream.set_nodelay(true);
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| serve(req, answer));
             let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())

@@ -17,6 +17,11 @@
 # ratios include what TLS costs. wrk's OpenSSL offers AES-256-GCM first; TLS_CIPHERSUITES (an
 # OpenSSL TLS 1.3 list, e.g. TLS_AES_128_GCM_SHA256, which Go's clients choose on a CPU with AES
 # instructions) makes it offer those suites only, through an OPENSSL_CONF written for wrk.
+# H2=1 sends every server's requests with h2load over HTTP/2 in place of wrk over HTTP/1.1 (h2c
+# with prior knowledge on plain HTTP, ALPN h2 with TLS=1; h2load offers AES-128-GCM first): the
+# CONNECTIONS requests at a time as streams of one connection, as the API server calls a webhook,
+# or of H2_CONNECTIONS connections; p50 and p99 from its log of every request. h2load sends one
+# body, so H2=1 takes no VARY.
 # By default wrk sends one body over and over, as Metacontroller resyncs a parent that has not
 # changed, so metahooks decodes it once (its memo of decoded requests). VARY=1 makes every request
 # differ in a child's resourceVersion (the first in the body), as when something changed in a child
@@ -43,11 +48,12 @@
 # Each (metahooks, echo, scan, naive) set runs ROUNDS times back to back; the table gives the median
 # of each figure and the median of the per-round ratios, so that a noisy moment of a shared
 # machine moves one round, not the result. Errors are summed over the rounds.
-# With two cores or more, every server under test runs on CPU 0 and wrk on CPU 1 (PIN=0 turns
-# this off), so that the load generator does not take CPU time from the server it measures.
-# A second table gives what each server spent per request (user + system CPU time, from
-# /proc/<pid>/stat, over the requests wrk counted) and the CPU wrk itself used, in cores: a floor
-# whose run keeps wrk busy on all the CPU it has measures wrk, not itself.
+# With two cores or more, every server under test runs on CPU 0 and the client (wrk or h2load)
+# on CPU 1 (PIN=0 turns this off), so that the load generator does not take CPU time from the
+# server it measures. A second table gives what each server spent per request (user + system CPU
+# time, from /proc/<pid>/stat, over the requests the client counted) and the CPU the client itself
+# used, in cores: a floor whose run keeps the client busy on all the CPU it has measures the
+# client, not itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-routes.sh
@@ -58,6 +64,8 @@ FEATURES=${FEATURES:-}
 CONNECTIONS=${CONNECTIONS:-32}
 PIN=${PIN:-1}
 ROUNDS=${ROUNDS:-3}
+H2=${H2:-0}
+H2_CONNECTIONS=${H2_CONNECTIONS:-1}
 server_cpu=() client_cpu=()
 if [ "$PIN" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
   server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
@@ -75,9 +83,14 @@ if [ "${VARY:-0}" != 0 ]; then
   ROUTES=$(for route in $ROUTES; do is_admission "$route" || echo "$route"; done | tr '\n' ' ')
 fi
 [ -n "${ROUTES// /}" ] || { echo "VARY=${VARY:-0}: no route left to run" >&2; exit 1; }
+if [ "$H2" = 1 ]; then
+  [ "${VARY:-0}" = 0 ] || { echo "H2=1 sends one body: it takes no VARY" >&2; exit 1; }
+  [ $((CONNECTIONS % H2_CONNECTIONS)) = 0 ] ||
+    { echo "H2_CONNECTIONS ($H2_CONNECTIONS) must divide CONNECTIONS ($CONNECTIONS)" >&2; exit 1; }
+fi
+[ -z "${TLS_CIPHERSUITES:-}" ] || [ "${TLS:-0}" = 1 ] || { echo "TLS_CIPHERSUITES needs TLS=1" >&2; exit 1; }
 wrk_env=() # what wrk alone gets in its environment
-if [ -n "${TLS_CIPHERSUITES:-}" ]; then
-  [ "${TLS:-0}" = 1 ] || { echo "TLS_CIPHERSUITES needs TLS=1" >&2; exit 1; }
+if [ -n "${TLS_CIPHERSUITES:-}" ] && [ "$H2" != 1 ]; then
   printf '%s\n' 'openssl_conf = conf' '[conf]' 'ssl_conf = ssl' '[ssl]' 'system_default = suites' \
     '[suites]' "Ciphersuites = $TLS_CIPHERSUITES" >"$OUT/wrk-openssl.cnf"
   wrk_env=(OPENSSL_CONF="$OUT/wrk-openssl.cnf")
@@ -132,18 +145,48 @@ base_url() {
   if [ "$1" = 8090 ] && [ "${TLS:-0}" = 1 ]; then echo https://127.0.0.1:8443; else echo "http://127.0.0.1:$1"; fi
 }
 
-# port path body -> "rps p50 p99 errors server-µs-per-request server-system-µs wrk-cores"
+# url body output: the load client's run (h2load's log of requests in $OUT/h2load.log)
+client=wrk
+[ "$H2" != 1 ] || client=h2load
+load() {
+  if [ "$H2" = 1 ]; then
+    "${client_cpu[@]}" h2load -t1 -c"$H2_CONNECTIONS" -m$((CONNECTIONS / H2_CONNECTIONS)) \
+      -D "$DURATION" -d "$2" -H 'content-type: application/json' --log-file="$OUT/h2load.log" \
+      ${TLS_CIPHERSUITES:+--tls13-ciphers="$TLS_CIPHERSUITES"} "$1" >"$3"
+  else
+    BODY="$2" "${client_cpu[@]}" env "${wrk_env[@]}" wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" \
+      --latency -s scripts/post.lua "$1" >"$3"
+  fi
+}
+
+# output -> the run's "RESULT rps p50-ms p99-ms errors": scripts/post.lua prints it for wrk; for
+# h2load, its rate and failed requests (a 4xx or 5xx answer counts as failed) and the
+# percentiles of its log's durations (µs, third column).
+load_result() {
+  if [ "$H2" = 1 ]; then
+    local rate errors
+    rate=$(awk '/^finished in/ { print $4 }' "$1")
+    errors=$(awk '/^requests:/ { print $10 }' "$1")
+    cut -f3 "$OUT/h2load.log" | sort -n | awk -v r="$rate" -v e="$errors" '
+      { v[NR] = $1 }
+      END { printf "RESULT %s %.3f %.3f %d\n", r, v[int((NR + 1) / 2)] / 1000,
+        v[int((NR * 99 + 99) / 100)] / 1000, e }'
+  else
+    grep '^RESULT' "$1"
+  fi
+}
+
+# port path body -> "rps p50 p99 errors server-µs-per-request server-system-µs client-cores"
 run() {
-  local before after result
+  local before after times
   before=$(cpu_ticks "${server_pid[$1]}")
-  result=$( { TIMEFORMAT='%U %S'; time BODY="$3" "${client_cpu[@]}" env "${wrk_env[@]}" wrk -t2 -c"$CONNECTIONS" \
-    -d"${DURATION}s" --latency -s scripts/post.lua "$(base_url "$1")/$2" >"$OUT/wrk.out"; } 2>&1)
+  times=$( { TIMEFORMAT='%U %S'; time load "$(base_url "$1")/$2" "$3" "$OUT/client-$1.out"; } 2>&1)
   after=$(cpu_ticks "${server_pid[$1]}")
-  result=${result##*$'\n'} # the last line is `time`'s, after anything wrk wrote to stderr
-  awk -v b="$before" -v a="$after" -v hz="$ticks_per_s" -v d="$DURATION" -v t="$result" '
-    /^RESULT/ { split(b, x, " "); split(a, y, " "); split(t, c, " "); us = 1e6 / hz / ($2 * d)
+  times=${times##*$'\n'} # the last line is `time`'s, after anything the client wrote to stderr
+  load_result "$OUT/client-$1.out" | awk -v b="$before" -v a="$after" -v hz="$ticks_per_s" -v d="$DURATION" -v t="$times" '
+    { split(b, x, " "); split(a, y, " "); split(t, c, " "); us = 1e6 / hz / ($2 * d)
       printf "%s %s %s %s %.1f %.1f %.2f\n", $2, $3, $4, $5, (y[1] + y[2] - x[1] - x[2]) * us,
-        (y[2] - x[2]) * us, (c[1] + c[2]) / d }' "$OUT/wrk.out"
+        (y[2] - x[2]) * us, (c[1] + c[2]) / d }'
 }
 
 sizes_of() { # route -> the sizes it runs at: its one AdmissionReview for an admission route
@@ -170,7 +213,7 @@ for route in $ROUTES; do
     body="$OUT/$route-$size.json" id=$(hook_of "$route")
     label=$(size_label "$size" "$body")
     m_rps=() m_p50=() m_p99=() e_rps=() s_rps=() n_rps=() vs_e=() vs_s=() vs_n=() errors=0
-    m_us=() e_us=() s_us=() n_us=() us_e=() m_wrk=() e_wrk=() s_wrk=() n_wrk=()
+    m_us=() e_us=() s_us=() n_us=() us_e=() m_client=() e_client=() s_client=() n_client=()
     m_sys=() e_sys=() s_sys=() n_sys=()
     for ((round = 1; round <= ROUNDS; round++)); do
       read -r m p50 p99 err mu ms mw < <(run 8090 "$id" "$body")
@@ -181,7 +224,7 @@ for route in $ROUTES; do
       vs_e+=("$(echo "$m / $e" | bc -l)") vs_s+=("$(echo "$m / $s" | bc -l)") vs_n+=("$(echo "$m / $n" | bc -l)")
       m_us+=("$mu") e_us+=("$eu") s_us+=("$su") n_us+=("$nu") us_e+=("$(echo "$eu / $mu" | bc -l)")
       m_sys+=("$ms") e_sys+=("$es") s_sys+=("$ss") n_sys+=("$ns")
-      m_wrk+=("$mw") e_wrk+=("$ew") s_wrk+=("$sw") n_wrk+=("$nw")
+      m_client+=("$mw") e_client+=("$ew") s_client+=("$sw") n_client+=("$nw")
       errors=$((errors + err))
     done
     vn=$(median "${vs_n[@]}") ve=$(median "${vs_e[@]}") p99=$(median "${m_p99[@]}")
@@ -204,21 +247,27 @@ for route in $ROUTES; do
       "$id" "$label" "$(median "${m_us[@]}")" "$(median "${m_sys[@]}")" \
       "$(median "${e_us[@]}")" "$(median "${e_sys[@]}")" "$(median "${s_us[@]}")" \
       "$(median "${s_sys[@]}")" "$(median "${n_us[@]}")" "$(median "${n_sys[@]}")" \
-      "$(median "${us_e[@]}")" "$(median "${m_wrk[@]}")" "$(median "${e_wrk[@]}")" \
-      "$(median "${s_wrk[@]}")" "$(median "${n_wrk[@]}")")$'\n'
+      "$(median "${us_e[@]}")" "$(median "${m_client[@]}")" "$(median "${e_client[@]}")" \
+      "$(median "${s_client[@]}")" "$(median "${n_client[@]}")")$'\n'
   done
 done
 echo
-echo "Server CPU time per request (user + system µs, the system part in brackets) and the CPU wrk used (cores):"
+echo "Server CPU time per request (user + system µs, the system part in brackets) and the CPU $client used (cores):"
 echo
-echo "| route | size | metahooks µs | echo µs | scan µs | naive JSON µs | echo µs / metahooks µs | wrk cores: metahooks | echo | scan | naive JSON |"
+echo "| route | size | metahooks µs | echo µs | scan µs | naive JSON µs | echo µs / metahooks µs | $client cores: metahooks | echo | scan | naive JSON |"
 echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 printf '%s' "$cpu_rows"
 peak_kb=$(awk '/VmHWM/ {print $2}' /proc/$server/status)
 echo
 echo "start to ready (self-signed TLS included): ${ready_ms} ms; idle RSS: $((idle_kb / 1024)) MiB; peak RSS under load: $((peak_kb / 1024)) MiB"
-echo "metahooks: $server_bin${FEATURES:+ (features: $FEATURES)}, over $(base_url 8090 | cut -d: -f1)${TLS_CIPHERSUITES:+ (wrk offering $TLS_CIPHERSUITES only)}"
-echo "servers pinned: ${server_cpu[*]:-no}; wrk pinned: ${client_cpu[*]:-no}; ${ROUNDS} rounds of ${DURATION} s per server, medians"
+echo "metahooks: $server_bin${FEATURES:+ (features: $FEATURES)}, over $(base_url 8090 | cut -d: -f1)${TLS_CIPHERSUITES:+ ($client offering $TLS_CIPHERSUITES only)}"
+if [ "$H2" = 1 ]; then
+  echo "client: h2load, HTTP/2, $H2_CONNECTIONS connection(s) of $((CONNECTIONS / H2_CONNECTIONS)) streams$(
+    awk '/^Cipher:/ { printf ", %s", $2 }' "$OUT/client-8090.out")"
+else
+  echo "client: wrk, HTTP/1.1, $CONNECTIONS connections"
+fi
+echo "servers pinned: ${server_cpu[*]:-no}; $client pinned: ${client_cpu[*]:-no}; ${ROUNDS} rounds of ${DURATION} s per server, medians"
 case "${VARY:-0}" in
   1) echo "requests: every one differs in a child's resourceVersion (VARY=1), which no hook reads;" ;;
   2) echo "requests: every one differs in the controller (VARY=2), which no hook reads;" ;;
