@@ -150,6 +150,7 @@ client=wrk
 [ "$H2" != 1 ] || client=h2load
 load() {
   if [ "$H2" = 1 ]; then
+    : >"$OUT/h2load.log" # h2load appends to its log
     "${client_cpu[@]}" h2load -t1 -c"$H2_CONNECTIONS" -m$((CONNECTIONS / H2_CONNECTIONS)) \
       -D "$DURATION" -d "$2" -H 'content-type: application/json' --log-file="$OUT/h2load.log" \
       ${TLS_CIPHERSUITES:+--tls13-ciphers="$TLS_CIPHERSUITES"} "$1" >"$3"
