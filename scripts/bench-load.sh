@@ -263,7 +263,7 @@ echo
 echo "start to ready (self-signed TLS included): ${ready_ms} ms; idle RSS: $((idle_kb / 1024)) MiB; peak RSS under load: $((peak_kb / 1024)) MiB"
 echo "metahooks: $server_bin${FEATURES:+ (features: $FEATURES)}, over $(base_url 8090 | cut -d: -f1)${TLS_CIPHERSUITES:+ ($client offering $TLS_CIPHERSUITES only)}"
 if [ "$H2" = 1 ]; then
-  echo "client: h2load, HTTP/2, $H2_CONNECTIONS connection(s) of $((CONNECTIONS / H2_CONNECTIONS)) streams$(
+  echo "client: h2load, HTTP/2, $H2_CONNECTIONS connection$([ "$H2_CONNECTIONS" = 1 ] || echo s) of $((CONNECTIONS / H2_CONNECTIONS)) streams$(
     awk '/^Cipher:/ { printf ", %s", $2 }' "$OUT/client-8090.out")"
 else
   echo "client: wrk, HTTP/1.1, $CONNECTIONS connections"
