@@ -66,6 +66,8 @@ PIN=${PIN:-1}
 ROUNDS=${ROUNDS:-3}
 H2=${H2:-0}
 H2_CONNECTIONS=${H2_CONNECTIONS:-1}
+client=wrk # the load client, as the tables name it
+[ "$H2" != 1 ] || client=h2load
 server_cpu=() client_cpu=()
 if [ "$PIN" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
   server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
@@ -146,8 +148,6 @@ base_url() {
 }
 
 # url body output: the load client's run (h2load's log of requests in $OUT/h2load.log)
-client=wrk
-[ "$H2" != 1 ] || client=h2load
 load() {
   if [ "$H2" = 1 ]; then
     : >"$OUT/h2load.log" # h2load appends to its log
@@ -184,10 +184,11 @@ run() {
   times=$( { TIMEFORMAT='%U %S'; time load "$(base_url "$1")/$2" "$3" "$OUT/client-$1.out"; } 2>&1)
   after=$(cpu_ticks "${server_pid[$1]}")
   times=${times##*$'\n'} # the last line is `time`'s, after anything the client wrote to stderr
-  load_result "$OUT/client-$1.out" | awk -v b="$before" -v a="$after" -v hz="$ticks_per_s" -v d="$DURATION" -v t="$times" '
-    { split(b, x, " "); split(a, y, " "); split(t, c, " "); us = 1e6 / hz / ($2 * d)
-      printf "%s %s %s %s %.1f %.1f %.2f\n", $2, $3, $4, $5, (y[1] + y[2] - x[1] - x[2]) * us,
-        (y[2] - x[2]) * us, (c[1] + c[2]) / d }'
+  load_result "$OUT/client-$1.out" |
+    awk -v b="$before" -v a="$after" -v hz="$ticks_per_s" -v d="$DURATION" -v t="$times" '
+      { split(b, x, " "); split(a, y, " "); split(t, c, " "); us = 1e6 / hz / ($2 * d)
+        printf "%s %s %s %s %.1f %.1f %.2f\n", $2, $3, $4, $5, (y[1] + y[2] - x[1] - x[2]) * us,
+          (y[2] - x[2]) * us, (c[1] + c[2]) / d }'
 }
 
 sizes_of() { # route -> the sizes it runs at: its one AdmissionReview for an admission route
