@@ -147,12 +147,13 @@ base_url() {
   if [ "$1" = 8090 ] && [ "${TLS:-0}" = 1 ]; then echo https://127.0.0.1:8443; else echo "http://127.0.0.1:$1"; fi
 }
 
-# url body output: the load client's run (h2load's log of requests in $OUT/h2load.log)
+# url body output: the load client's run, its output in the file output (h2load's log of every
+# request beside it, in output.log)
 load() {
   if [ "$H2" = 1 ]; then
-    : >"$OUT/h2load.log" # h2load appends to its log
+    : >"$3.log" # h2load appends to its log
     "${client_cpu[@]}" h2load -t1 -c"$H2_CONNECTIONS" -m$((CONNECTIONS / H2_CONNECTIONS)) \
-      -D "$DURATION" -d "$2" -H 'content-type: application/json' --log-file="$OUT/h2load.log" \
+      -D "$DURATION" -d "$2" -H 'content-type: application/json' --log-file="$3.log" \
       ${TLS_CIPHERSUITES:+--tls13-ciphers="$TLS_CIPHERSUITES"} "$1" >"$3"
   else
     BODY="$2" "${client_cpu[@]}" env "${wrk_env[@]}" wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" \
@@ -162,13 +163,13 @@ load() {
 
 # output -> the run's "RESULT rps p50-ms p99-ms errors": scripts/post.lua prints it for wrk; for
 # h2load, its rate and failed requests (a 4xx or 5xx answer counts as failed) and the
-# percentiles of its log's durations (µs, third column).
+# percentiles of the durations in output.log (µs, third column).
 load_result() {
   if [ "$H2" = 1 ]; then
     local rate errors
     rate=$(awk '/^finished in/ { print $4 }' "$1")
     errors=$(awk '/^requests:/ { print $10 }' "$1")
-    cut -f3 "$OUT/h2load.log" | sort -n | awk -v r="$rate" -v e="$errors" '
+    cut -f3 "$1.log" | sort -n | awk -v r="$rate" -v e="$errors" '
       { v[NR] = $1 }
       END { printf "RESULT %s %.3f %.3f %d\n", r, v[int((NR + 1) / 2)] / 1000,
         v[int((NR * 99 + 99) / 100)] / 1000, e }'
