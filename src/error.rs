@@ -24,8 +24,13 @@ pub enum ApiError {
     },
     /// 503: the request took longer than the request timeout.
     Timeout,
-    /// 400: the body could not be read (client went away mid-body, bad chunking).
+    /// 400: the body could not be read for what the caller sent (bad chunking, an HTTP/2 stream
+    /// that breaks the protocol).
     BodyRead(String),
+    /// 499 (nginx's "client closed request"): the caller closed the connection or reset the
+    /// stream before its body ended. Nobody is left to read the answer; the status keeps it
+    /// apart from a 400 in `/metrics` and the alerts.
+    CallerGone(String),
     /// 401: the bearer token is missing or wrong.
     Unauthorized,
     /// 404.
@@ -51,6 +56,12 @@ pub enum Overload {
     Bytes,
 }
 
+/// 499 is in no RFC; nginx gave it this meaning and log readers know it.
+const CLIENT_CLOSED_REQUEST: StatusCode = match StatusCode::from_u16(499) {
+    Ok(status) => status,
+    Err(_) => unreachable!(),
+};
+
 #[derive(Serialize)]
 struct ErrorBody<'a> {
     error: &'a str,
@@ -72,6 +83,7 @@ impl ApiError {
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::HookPanicked => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::CallerGone(_) => CLIENT_CLOSED_REQUEST,
         }
     }
 
@@ -87,6 +99,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest(e) => e.message.clone(),
             ApiError::BodyRead(e) => format!("request body could not be read: {e}"),
+            ApiError::CallerGone(e) => format!("the caller went away before its body ended: {e}"),
             ApiError::TooLarge { limit } => {
                 format!("request body is larger than the limit of {limit} bytes")
             }

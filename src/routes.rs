@@ -407,7 +407,7 @@ async fn run_hook(hook: &'static Hook, state: &AppState, req: Request) -> Result
             by: Overload::Bytes,
         })?)
     };
-    let body = read_body(req.into_body(), limit).await?;
+    let body = read_body(req.into_body(), limit, declared).await?;
 
     let rng = ring::rand::SystemRandom::new();
     let ctx = HookContext {
@@ -484,12 +484,73 @@ fn check_identity_encoding(req: &Request) -> Result<(), ApiError> {
     Ok(())
 }
 
-async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
+/// The body, whole. One that ends before its declared length ended because its caller went
+/// away: hyper ends an HTTP/2 body without an error when the caller resets the stream with
+/// `NO_ERROR` (RFC 9113 §8.1; an HTTP/1.1 body that stops short is an error).
+async fn read_body(
+    body: Body,
+    limit: usize,
+    declared: Option<u64>,
+) -> Result<bytes::Bytes, ApiError> {
     match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
+        Ok(collected) => {
+            let body = collected.to_bytes();
+            match declared {
+                Some(length) if (body.len() as u64) < length => Err(ApiError::CallerGone(format!(
+                    "{} of its {length} bytes came",
+                    body.len()
+                ))),
+                _ => Ok(body),
+            }
+        }
         Err(e) if e.is::<LengthLimitError>() => Err(ApiError::TooLarge { limit }),
-        Err(e) => Err(ApiError::BodyRead(e.to_string())),
+        Err(e) if caller_went_away(&*e) => Err(ApiError::CallerGone(causes(&*e))),
+        Err(e) => Err(ApiError::BodyRead(causes(&*e))),
     }
+}
+
+/// An error and the errors under it.
+fn chain<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(error), |e| e.source())
+}
+
+/// Whether a body's error says its caller went away (the connection closed or reset, the stream
+/// reset or the connection ended by the caller) rather than that it sent something broken.
+fn caller_went_away(error: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind::*;
+    let lost = |e: &std::io::Error| {
+        matches!(
+            e.kind(),
+            UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe
+        )
+    };
+    for e in chain(error) {
+        if let Some(e) = e.downcast_ref::<std::io::Error>() {
+            return lost(e);
+        }
+        if let Some(e) = e.downcast_ref::<h2::Error>() {
+            return e.get_io().map_or(e.is_remote(), lost);
+        }
+    }
+    false
+}
+
+/// An error's text and its causes', each said once ("error reading a body from connection: end
+/// of file before message length reached"): hyper's own text names no cause.
+fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = String::new();
+    for e in chain(error) {
+        let said = e.to_string();
+        if !text.ends_with(&said) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&said);
+        }
+    }
+    text
 }
 
 #[cfg(test)]

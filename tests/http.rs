@@ -71,9 +71,132 @@ fn unreadable_body_is_400() {
     assert_eq!(reply.status, 400);
     let error = reply.json()["error"].as_str().unwrap().to_owned();
     assert!(
-        error.starts_with("request body could not be read: "),
+        error.starts_with("request body could not be read: ") && error.contains("chunk size"),
         "{error}"
     );
+}
+
+/// How many requests to `route` `/metrics` counts with `status`, waiting up to 5 s for `want`
+/// (a request is counted once its answer is made, after the caller has its bytes).
+fn requests_counted(server: &TestServer, route: &str, status: u16, want: u64) -> u64 {
+    let series = format!("\nmetahooks_requests_total{{route=\"{route}\",status=\"{status}\"}} ");
+    let count = || {
+        let text = String::from_utf8_lossy(&get(server, "/metrics").body).into_owned();
+        text.split_once(series.as_str())
+            .and_then(|(_, rest)| rest.lines().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let n = count();
+        if n >= want || Instant::now() > deadline {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A caller that goes away before its body ends is counted and logged as 499 (nginx's "client
+/// closed request"), not as a 400 that `MetahooksRequestsFailing` would take for a broken
+/// request: over HTTP/1.1 a connection closed or reset mid-body; over HTTP/2 a stream reset with
+/// `CANCEL`, with `INTERNAL_ERROR`, with `NO_ERROR` (which hyper ends without an error, short of
+/// its Content-Length), and a connection dropped mid-body. A stream the caller ends short of its
+/// Content-Length is a 400.
+#[test]
+fn a_caller_gone_before_its_body_ends_is_499_not_400() {
+    let server = TestServer::start(&[]);
+    let body = fixture_body();
+    let head = post_head(HOOK, "application/json", body.len());
+
+    let mut closed = server.connect();
+    closed.write_all(head.as_bytes()).unwrap();
+    closed.write_all(&body[..100]).unwrap();
+    closed.shutdown(std::net::Shutdown::Write).unwrap();
+    assert_eq!(requests_counted(&server, HOOK, 499, 1), 1);
+    // A caller that only closed its side still reads the answer, which says what happened.
+    let reply = read_reply(&mut closed);
+    assert_eq!(reply.status, 499);
+    let error = reply.json()["error"].as_str().unwrap().to_owned();
+    assert!(
+        error.starts_with("the caller went away before its body ended: ")
+            && error.contains("end of file"),
+        "{error}"
+    );
+
+    // Closed with a linger of zero: a reset.
+    let mut stream = server.connect();
+    socket2::SockRef::from(&stream)
+        .set_linger(Some(Duration::ZERO))
+        .unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(&body[..100]).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    drop(stream);
+    assert_eq!(requests_counted(&server, HOOK, 499, 2), 2);
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let http = server.http;
+    let counted = |status, n| {
+        tokio::task::spawn_blocking(move || {
+            requests_counted(&TestServer::at(http), HOOK, status, n)
+        })
+    };
+    runtime.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(http).await.unwrap();
+        let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+        let connection = tokio::spawn(connection);
+        let resets = [
+            (3, h2::Reason::CANCEL),
+            (4, h2::Reason::INTERNAL_ERROR),
+            (5, h2::Reason::NO_ERROR),
+        ];
+        for (n, reason) in resets {
+            let mut stream = h2_body_begun(&client, &body, false).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            stream.send_reset(reason);
+            assert_eq!(counted(499, n).await.unwrap(), n, "{reason:?}");
+        }
+        // A stream that ends short of its Content-Length breaks the protocol: a 400, as bad
+        // chunking is over HTTP/1.1. (The stream is kept: dropped, it would be reset before
+        // its data went out.)
+        let _ended = h2_body_begun(&client, &body, true).await;
+        assert_eq!(counted(400, 1).await.unwrap(), 1);
+        // A connection dropped mid-body.
+        let _open = h2_body_begun(&client, &body, false).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        connection.abort();
+        // The socket closes once the task is dropped, which this waits for.
+        assert!(connection.await.unwrap_err().is_cancelled());
+    });
+    assert_eq!(requests_counted(&server, HOOK, 499, 6), 6);
+}
+
+/// A POST to `HOOK` over `client` that declares `body`'s length and sends its first 100 bytes,
+/// ending the stream there if `end`.
+async fn h2_body_begun(
+    client: &h2::client::SendRequest<bytes::Bytes>,
+    body: &[u8],
+    end: bool,
+) -> h2::SendStream<bytes::Bytes> {
+    let request = http::Request::post(format!("http://x{HOOK}"))
+        .header("content-type", "application/json")
+        .header("content-length", body.len())
+        .body(())
+        .unwrap();
+    let (_, mut stream) = client
+        .clone()
+        .ready()
+        .await
+        .unwrap()
+        .send_request(request, false)
+        .unwrap();
+    stream
+        .send_data(bytes::Bytes::copy_from_slice(&body[..100]), end)
+        .unwrap();
+    stream
 }
 
 #[test]
