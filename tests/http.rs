@@ -186,17 +186,7 @@ async fn h2_body_begun(
         .header("content-length", body.len())
         .body(())
         .unwrap();
-    let (_, mut stream) = client
-        .clone()
-        .ready()
-        .await
-        .unwrap()
-        .send_request(request, false)
-        .unwrap();
-    stream
-        .send_data(bytes::Bytes::copy_from_slice(&body[..100]), end)
-        .unwrap();
-    stream
+    common::h2_send(client, request, &body[..100], end).await.1
 }
 
 #[test]

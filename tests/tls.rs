@@ -290,16 +290,7 @@ async fn h2_post(
         .header("content-type", content_type)
         .body(())
         .unwrap();
-    let (response, mut stream) = client
-        .clone()
-        .ready()
-        .await
-        .unwrap()
-        .send_request(request, false)
-        .unwrap();
-    stream
-        .send_data(bytes::Bytes::copy_from_slice(body), true)
-        .unwrap();
+    let (response, _) = common::h2_send(client, request, body, true).await;
     let response = response.await.unwrap();
     let status = response.status().as_u16();
     let mut received = response.into_body();

@@ -309,6 +309,27 @@ fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     frame
 }
 
+/// Sends `request` on an HTTP/2 connection with `data` as its body's first (or, if `end`, only)
+/// bytes: the answer to come and the stream, to send more on or reset.
+pub async fn h2_send(
+    client: &h2::client::SendRequest<bytes::Bytes>,
+    request: http::Request<()>,
+    data: &[u8],
+    end: bool,
+) -> (h2::client::ResponseFuture, h2::SendStream<bytes::Bytes>) {
+    let (response, mut stream) = client
+        .clone()
+        .ready()
+        .await
+        .unwrap()
+        .send_request(request, false)
+        .unwrap();
+    stream
+        .send_data(bytes::Bytes::copy_from_slice(data), end)
+        .unwrap();
+    (response, stream)
+}
+
 /// An HTTP/2 client's first bytes, written by hand: the preface, a SETTINGS frame and a
 /// `GET /healthz` on stream 1. A test that then reads and never writes plays a peer that has
 /// gone (it answers no PING).
