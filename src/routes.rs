@@ -734,4 +734,32 @@ mod tests {
         );
         assert_eq!(state.in_flight.available_permits(), 4);
     }
+
+    /// An error wrapping another, with a text of its own.
+    #[derive(Debug)]
+    struct Wrapping(&'static str, std::io::Error);
+
+    impl std::fmt::Display for Wrapping {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Wrapping {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.1)
+        }
+    }
+
+    /// A body error's text is its chain joined by `: `, a text its cause repeats said once (as
+    /// axum's error says what hyper's under it says).
+    #[test]
+    fn a_body_error_says_each_cause_once() {
+        let eof = || std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "end of file");
+        let hyper = Wrapping("error reading a body", eof());
+        let axum = Wrapping("error reading a body", std::io::Error::other(hyper));
+        // io::Error's source is the source of what it wraps: the chain is axum, hyper, eof.
+        assert_eq!(causes(&axum), "error reading a body: end of file");
+        assert_eq!(causes(&eof()), "end of file");
+    }
 }
