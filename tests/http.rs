@@ -2,7 +2,9 @@
 
 mod common;
 
-use common::{get, post, post_head, post_with_headers, read_reply, request, TestServer};
+use common::{
+    get, post, post_head, post_with_headers, read_reply, request, requests_counted, TestServer,
+};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -74,26 +76,6 @@ fn unreadable_body_is_400() {
         error.starts_with("request body could not be read: ") && error.contains("chunk size"),
         "{error}"
     );
-}
-
-/// How many requests to `route` `/metrics` counts with `status`, waiting up to 5 s for `want`
-/// (a request is counted once its answer is made, after the caller has its bytes).
-fn requests_counted(server: &TestServer, route: &str, status: u16, want: u64) -> u64 {
-    let series = format!("\nmetahooks_requests_total{{route=\"{route}\",status=\"{status}\"}} ");
-    let count = || {
-        let text = String::from_utf8_lossy(&get(server, "/metrics").body).into_owned();
-        text.split_once(series.as_str())
-            .and_then(|(_, rest)| rest.lines().next()?.parse().ok())
-            .unwrap_or(0)
-    };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let n = count();
-        if n >= want || Instant::now() > deadline {
-            return n;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A caller that goes away before its body ends is counted and logged as 499 (nginx's "client

@@ -2,7 +2,7 @@
 //! and the client CA reloaded after a kubelet-style `..data` symlink swap without a restart; a
 //! certificate and a key that are not a pair refused, at start and on a reload; the expiry of
 //! the certificate in service in `/metrics`, and one near its end or past it logged; admission
-//! over HTTP/2.
+//! over HTTP/2; a caller gone mid-body without TLS's close.
 
 mod common;
 
@@ -278,6 +278,33 @@ fn admission_reviews_are_answered_over_http2() {
             "{error}"
         );
     });
+}
+
+/// A caller that closes its side of the connection in the middle of a body without TLS's
+/// `close_notify` (rustls reads the end as an unexpected end of file) is gone, a 499 as over
+/// plain HTTP, not a 400; it still reads the answer, which names the missing `close_notify`.
+#[test]
+fn a_caller_gone_mid_body_over_https_is_499() {
+    use std::io::Write;
+    let server = TestServer::start(&["--tls-self-signed"]);
+    let hook = "/cert-rotation/sync";
+    let body = common::fixture("cert-rotation/sync-step0-issues-leaves.request.json");
+    let config = common::tls::accepting_any_certificate().with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let tls = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let tcp = std::net::TcpStream::connect(server.https.unwrap()).unwrap();
+    let mut stream = rustls::StreamOwned::new(tls, tcp);
+    stream
+        .write_all(common::post_head(hook, "application/json", body.len()).as_bytes())
+        .unwrap();
+    stream.write_all(&body[..100]).unwrap();
+    stream.flush().unwrap();
+    stream.sock.shutdown(std::net::Shutdown::Write).unwrap();
+    let reply = common::read_reply(&mut stream);
+    assert_eq!(reply.status, 499);
+    let error = reply.json()["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("close_notify"), "{error}");
+    assert_eq!(common::requests_counted(&server, hook, 499, 1), 1);
 }
 
 /// POSTs `body` to /delete-graph/validate on an HTTP/2 connection: the status and the body.

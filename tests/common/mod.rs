@@ -309,6 +309,26 @@ fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     frame
 }
 
+/// How many requests to `route` `/metrics` counts with `status`, waiting up to 5 s for `want`
+/// (a request is counted once its answer is made, after the caller has its bytes).
+pub fn requests_counted(server: &TestServer, route: &str, status: u16, want: u64) -> u64 {
+    let series = format!("\nmetahooks_requests_total{{route=\"{route}\",status=\"{status}\"}} ");
+    let count = || {
+        let text = String::from_utf8_lossy(&get(server, "/metrics").body).into_owned();
+        text.split_once(series.as_str())
+            .and_then(|(_, rest)| rest.lines().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let n = count();
+        if n >= want || std::time::Instant::now() > deadline {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Sends `request` on an HTTP/2 connection with `data` as its body's first (or, if `end`, only)
 /// bytes: the answer to come and the stream, to send more on or reset.
 pub async fn h2_send(
