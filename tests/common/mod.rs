@@ -309,8 +309,8 @@ fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     frame
 }
 
-/// How many requests to `route` `/metrics` counts with `status`, waiting up to 5 s for `want`
-/// (a request is counted once its answer is made, after the caller has its bytes).
+/// How many requests to `route` `/metrics` counts with `status`, waiting up to 5 s for `want`:
+/// a request is counted once its answer is made, a moment after its caller stopped sending.
 pub fn requests_counted(server: &TestServer, route: &str, status: u16, want: u64) -> u64 {
     let series = format!("\nmetahooks_requests_total{{route=\"{route}\",status=\"{status}\"}} ");
     let count = || {
