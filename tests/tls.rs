@@ -290,10 +290,7 @@ fn a_caller_gone_mid_body_over_https_is_499() {
     let hook = "/cert-rotation/sync";
     let body = common::fixture("cert-rotation/sync-step0-issues-leaves.request.json");
     let config = common::tls::accepting_any_certificate().with_no_client_auth();
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let tls = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
-    let tcp = std::net::TcpStream::connect(server.https.unwrap()).unwrap();
-    let mut stream = rustls::StreamOwned::new(tls, tcp);
+    let mut stream = common::tls::tls_connect(server.https.unwrap(), config, "localhost").unwrap();
     stream
         .write_all(common::post_head(hook, "application/json", body.len()).as_bytes())
         .unwrap();

@@ -131,6 +131,21 @@ pub fn https_get_trusting(
     exchange(addr, config, server_name, GET_READYZ).map(|(reply, _)| reply.status)
 }
 
+/// A TLS client stream to `addr` for `server_name` (its handshake made on the first write),
+/// whose reads give up after 10 s.
+pub fn tls_connect(
+    addr: SocketAddr,
+    config: ClientConfig,
+    server_name: &str,
+) -> Result<StreamOwned<ClientConnection, TcpStream>, String> {
+    let name = ServerName::try_from(server_name.to_owned()).map_err(|e| e.to_string())?;
+    let conn = ClientConnection::new(Arc::new(config), name).unwrap();
+    let tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    Ok(StreamOwned::new(conn, tcp))
+}
+
 /// Sends `raw` over a TLS connection made with `config` to `server_name` at `addr`: the reply
 /// and the certificate the server presented.
 fn exchange(
@@ -139,12 +154,7 @@ fn exchange(
     server_name: &str,
     raw: &[u8],
 ) -> Result<(super::Reply, Vec<u8>), String> {
-    let name = ServerName::try_from(server_name.to_owned()).map_err(|e| e.to_string())?;
-    let conn = ClientConnection::new(Arc::new(config), name).unwrap();
-    let tcp = TcpStream::connect(addr).unwrap();
-    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
-    let mut tls = StreamOwned::new(conn, tcp);
+    let mut tls = tls_connect(addr, config, server_name)?;
     tls.write_all(raw).map_err(|e| e.to_string())?;
     let mut head = [0u8; 1];
     use std::io::Read;
