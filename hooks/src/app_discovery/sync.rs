@@ -505,17 +505,14 @@ fn updated_app<'r>(
         e.get("name").and_then(Json::as_str)
     }
     for (short, v) in &shorts {
-        let mut found = false;
-        for entry in entries.iter_mut() {
-            if entry_name(entry) == Some(short) {
-                if let Json::Object(members) = entry {
-                    members.insert(Cow::Borrowed("version"), text(*v));
-                }
-                found = true;
+        // The first entry of that name only, as Keptn's loop breaks there: a list that names a
+        // workload twice keeps its later entries as they were.
+        match entries.iter_mut().find(|e| entry_name(e) == Some(short)) {
+            Some(Json::Object(members)) => {
+                members.insert(Cow::Borrowed("version"), text(*v));
             }
-        }
-        if !found {
-            entries.push(workload_entry(short, v));
+            Some(_) => {}
+            None => entries.push(workload_entry(short, v)),
         }
     }
     entries.retain(|e| entry_name(e).is_some_and(|n| shorts.iter().any(|(s, _)| *s == n)));

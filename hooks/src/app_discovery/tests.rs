@@ -243,6 +243,32 @@ fn rule_4_4_update_keeps_order_appends_and_drops() {
 }
 
 #[test]
+fn rule_4_4_update_sets_the_first_entry_of_a_name_listed_twice() {
+    let existing = app(
+        "shop",
+        Some("keptn"),
+        json!({"version": "old",
+        "workloads": [{"name": "a", "version": "0"}, {"name": "b", "version": "0"}, {"name": "a", "version": "0"}]}),
+    );
+    let body = request(
+        spec(),
+        vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", false)],
+        vec![existing],
+        vec![
+            workload("shop-a", "shop", Some("1")),
+            workload("shop-b", "shop", Some("2")),
+        ],
+        vec![],
+    );
+    let resp = run(&body);
+    let app = child(&resp, "KeptnApp", "shop").unwrap();
+    assert_eq!(
+        app["spec"]["workloads"],
+        json!([{"name": "a", "version": "1"}, {"name": "b", "version": "2"}, {"name": "a", "version": "0"}])
+    );
+}
+
+#[test]
 fn rule_4_5_apps_reemitted_unchanged_without_a_due_request() {
     let existing = app(
         "shop",
