@@ -263,8 +263,10 @@ pub fn validate(req: &AdmissionRequest<Admitted>) -> AdmissionResponse {
     };
     let failed = match req.operation.as_str() {
         "CREATE" => req.object.as_ref().and_then(|o| create_rule(&o.spec)),
+        // A change of status or metadata alone passes, even of an MRC stored with a spec these
+        // rules would refuse now (one created before the webhook was installed).
         "UPDATE" => match (&req.old_object, &req.object) {
-            (Some(old), Some(new)) => update_rule(&old.spec, &new.spec),
+            (Some(old), Some(new)) if old.spec != new.spec => update_rule(&old.spec, &new.spec),
             _ => None,
         },
         "DELETE" => req

@@ -625,6 +625,27 @@ fn rule_6_validate_update() {
     m["status"] = json!({"state": "active"});
     m["metadata"]["labels"] = json!({"x": "y"});
     assert_eq!(check(m), None, "status and metadata changes pass");
+    // Even of an MRC stored with a role the rules refuse (made before the webhook was installed):
+    // annotating it for deletion passes, a change of its spec that keeps that role does not.
+    let mut stored = old.clone();
+    stored["spec"]["role"] = json!("primary");
+    let mut annotated = stored.clone();
+    annotated["metadata"]["annotations"] = json!({"metahooks.dev/allow-delete": "true"});
+    let update = |new: &Value| {
+        denial(&validate(
+            &review("UPDATE", Some(new.clone()), Some(stored.clone()), "u").request,
+        ))
+        .map(|m| m.split(':').next().unwrap().to_owned())
+    };
+    assert_eq!(update(&annotated), None);
+    annotated["spec"]["extra"] = json!(1);
+    assert_eq!(update(&annotated).as_deref(), Some("role-invalid"));
+    // The stored role counts as inactive: such an MRC goes through passive as any other not in use.
+    let mut fixed = stored.clone();
+    fixed["spec"]["role"] = json!("active");
+    assert_eq!(update(&fixed).as_deref(), Some("role-inactive-to-active"));
+    fixed["spec"]["role"] = json!("passive");
+    assert_eq!(update(&fixed), None);
     // Absent trustDomain counts as cluster.local.
     let mut m = old.clone();
     m["spec"].as_object_mut().unwrap().remove("trustDomain");
