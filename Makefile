@@ -4,11 +4,13 @@ LISTEN ?= 127.0.0.1:8080
 PYTHON ?= python3
 VENV ?= target/venv
 PROMTOOL ?= target/tools/promtool
+DIFFERENTIAL_LISTEN ?= 127.0.0.1:8089
+DIFFERENTIAL_COUNT ?= 2000
 
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: build run test soak deny e2e lint fmt demo bench bench-load bench-instructions bench-server-instructions fuzz mutants manifests-check image-check clean
+.PHONY: build run test soak deny e2e lint fmt demo bench bench-load bench-instructions bench-server-instructions differential fuzz mutants manifests-check image-check clean
 
 build:
 	$(CARGO) build --release
@@ -62,6 +64,20 @@ deny:
 	command -v cargo-deny >/dev/null || $(CARGO) install cargo-deny --locked
 	$(CARGO) fetch --locked
 	$(CARGO) deny --offline check bans licenses sources
+
+## Each controller's spec written again in Python (scripts/differential), beside the server:
+## DIFFERENTIAL_COUNT random requests per comparison, the answers compared (cryptography from PyPI).
+differential: $(VENV)/differential.txt
+	$(CARGO) build --quiet
+	@mkdir -p target
+	@./target/debug/metahooks serve --listen $(DIFFERENTIAL_LISTEN) > target/differential-server.log 2>&1 & \
+	pid=$$!; trap "kill $$pid" EXIT; \
+	$(VENV)/bin/python scripts/differential/run.py http://$(DIFFERENTIAL_LISTEN) --count $(DIFFERENTIAL_COUNT)
+
+$(VENV)/differential.txt: scripts/differential/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet -r $<
+	cp $< $@
 
 ## Fuzz every hook entry point for FUZZ_SECONDS (default 60), seeded from fixtures/.
 fuzz:

@@ -1,0 +1,300 @@
+"""app-discovery.md's sync (§4-§5) written again from the spec alone, compared with the server on
+random AppDiscovery requests (its clock is the server's: the windows here are minutes away)."""
+import datetime as dt
+import hashlib
+import json
+import math
+import random
+import re
+import time
+
+from common import TALLY, close, dns_subdomain, post, rfc3339
+
+K = "lifecycle.keptn.sh/v1"
+MANAGED_BY = "app.kubernetes.io/managed-by"
+APPS = ["shop", "cart", "pay"]
+_TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+
+
+def parse_time(s):
+    m = _TIME.match(s) if isinstance(s, str) else None
+    if not m:
+        return None
+    try:
+        t = dt.datetime(*map(int, m.groups()[:6]), tzinfo=dt.timezone.utc).timestamp()
+    except ValueError:
+        return None
+    zone = m.group(8)
+    if zone != "Z":
+        t -= (1 if zone[0] == "+" else -1) * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
+    return t + (float(m.group(7)) if m.group(7) else 0.0)
+
+
+def app_version(workloads):
+    if len(workloads) == 1:
+        return workloads[0]["spec"]["version"]
+    text = "".join(f'{w["metadata"]["name"]}-{w["spec"]["version"]}' for w in workloads)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def without_ours(annotations):
+    return {k: v for k, v in (annotations or {}).items()
+            if not k.startswith("metacontroller.k8s.io/")}
+
+
+def rebuilt(o, namespace):
+    m = o["metadata"]
+    r = {"apiVersion": o["apiVersion"], "kind": o["kind"],
+         "metadata": {"name": m["name"], "namespace": m.get("namespace") or namespace,
+                      "labels": m.get("labels") or {},
+                      "annotations": without_ours(m.get("annotations"))}}
+    if "spec" in o:
+        r["spec"] = o["spec"]
+    return r
+
+
+def managed(app):
+    return (app["metadata"].get("labels") or {}).get(MANAGED_BY) == "keptn"
+
+
+def in_namespace(objects, namespace):
+    return [o for o in (objects or {}).values() if (o["metadata"].get("namespace") or namespace)
+            == namespace]
+
+
+def short_name(name, app):
+    return name[len(app) + 1:] if name.startswith(app + "-") else name
+
+
+def sync(request, now):
+    """What §4 answers, as {children, apps, pending, ready, malformed, resync}."""
+    parent = request["parent"]
+    namespace = parent["metadata"]["namespace"]
+    spec = parent.get("spec") or {}
+    children, related = request.get("children") or {}, request.get("related") or {}
+    requests = sorted(in_namespace(children.get("KeptnAppCreationRequest." + K), namespace),
+                      key=lambda o: o["metadata"]["name"].encode())
+    child_apps = {o["metadata"]["name"]: o
+                  for o in in_namespace(children.get("KeptnApp." + K), namespace)}
+    related_apps = {o["metadata"]["name"]: o
+                    for o in in_namespace(related.get("KeptnApp." + K), namespace)}
+    workloads = in_namespace(related.get("KeptnWorkload." + K), namespace)
+    timeout = spec.get("timeoutSeconds")
+    timeout = 30 if timeout is None else timeout
+    if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0:
+        TALLY["app-discovery sync: InvalidSpec"] += 1
+        apps = sorted(child_apps.values(), key=lambda o: o["metadata"]["name"].encode())
+        emitted = [rebuilt(o, namespace) for o in requests + apps]
+        return {"children": emitted, "apps": {a["metadata"]["name"]: app_status(a) for a in apps},
+                "pending": [], "ready": ("False", "InvalidSpec"), "malformed": [], "resync": None}
+    kept, pending, malformed, due, waits = [], [], set(), {}, []
+    for r in requests:
+        name, app = r["metadata"]["name"], (r.get("spec") or {}).get("appName")
+        if not dns_subdomain(app):
+            kept.append(r)
+            malformed.add(f"KeptnAppCreationRequest {name}")
+            continue
+        found = child_apps.get(app) or related_apps.get(app)
+        if found is not None and not managed(found):
+            TALLY["app-discovery sync: a request for a user-defined app"] += 1
+            continue
+        created = parse_time(r["metadata"].get("creationTimestamp"))
+        if created is None:
+            kept.append(r)
+            malformed.add(f"KeptnAppCreationRequest {name}")
+            continue
+        single = (r["metadata"].get("annotations") or {}).get("keptn.sh/app-type") == \
+            "single-service"
+        due_at = created + (0 if single else timeout)
+        if single or now > due_at:
+            due.setdefault(app, []).append((r, due_at))
+        else:
+            TALLY["app-discovery sync: a request waiting"] += 1
+            kept.append(r)
+            pending.append((name, app, due_at))
+            waits.append(max(1, math.ceil(due_at - now)))
+    emitted_apps = {n: rebuilt(a, namespace) for n, a in child_apps.items()}
+    for app in sorted(due, key=str.encode):
+        mine = sorted((w for w in workloads if (w.get("spec") or {}).get("app") == app),
+                      key=lambda w: w["metadata"]["name"].encode())
+        versionless = [w for w in mine if not isinstance((w.get("spec") or {}).get("version"), str)]
+        if versionless:
+            TALLY["app-discovery sync: an app held"] += 1
+            malformed.update(f"KeptnWorkload {w['metadata']['name']}" for w in versionless)
+            for r, due_at in due[app]:
+                kept.append(r)
+                pending.append((r["metadata"]["name"], app, due_at))
+            continue
+        version = app_version(mine)
+        entries = [(short_name(w["metadata"]["name"], app), w["spec"]["version"]) for w in mine]
+        existing = child_apps.get(app)
+        if existing is None and app in related_apps and managed(related_apps[app]):
+            existing = related_apps[app]
+        if existing is None:
+            TALLY["app-discovery sync: an app created"] += 1
+            first = due[app][0][0]
+            labels = dict((spec.get("selector") or {}).get("matchLabels") or {})
+            labels[MANAGED_BY] = "keptn"
+            annotations = without_ours(first["metadata"].get("annotations"))
+            if "traceparent" not in annotations:
+                h = hashlib.sha256(f"{namespace}/{app}/{version}".encode()).hexdigest()
+                annotations["traceparent"] = f"00-{h[:32]}-{h[32:48]}-01"
+            emitted_apps[app] = {
+                "apiVersion": K, "kind": "KeptnApp",
+                "metadata": {"name": app, "namespace": namespace, "labels": labels,
+                             "annotations": annotations},
+                "spec": {"version": version,
+                         "workloads": [{"name": n, "version": v} for n, v in entries]}}
+            continue
+        TALLY["app-discovery sync: an app updated"] += 1
+        old = (existing.get("spec") or {}).get("workloads")
+        listed = [dict(e) if isinstance(e, dict) else e for e in old] \
+            if isinstance(old, list) else []
+        for n, v in entries:
+            same = [e for e in listed if isinstance(e, dict) and e.get("name") == n]
+            if same:
+                same[0]["version"] = v
+            else:
+                listed.append({"name": n, "version": v})
+        names = {n for n, _ in entries}
+        app_spec = {"version": version,
+                    "workloads": [e for e in listed if isinstance(e, dict)
+                                  and e.get("name") in names]}
+        if "revision" in (existing.get("spec") or {}):
+            app_spec["revision"] = existing["spec"]["revision"]
+        emitted_apps[app] = dict(rebuilt(existing, namespace), spec=app_spec)
+    kept.sort(key=lambda o: o["metadata"]["name"].encode())
+    apps = [emitted_apps[n] for n in sorted(emitted_apps, key=str.encode)]
+    ready = ("False", "MalformedObjects") if malformed else ("True", "Synced")
+    TALLY[f"app-discovery sync: {ready[1]}"] += 1
+    return {"children": [rebuilt(o, namespace) for o in kept] + apps,
+            "apps": {a["metadata"]["name"]: app_status(a) for a in apps},
+            "pending": sorted(((n, a, rfc3339(math.floor(d))) for n, a, d in pending),
+                              key=lambda p: p[0].encode()),
+            "ready": ready, "malformed": sorted(malformed),
+            "resync": min(waits) if waits else None}
+
+
+def app_status(app):
+    workloads = (app.get("spec") or {}).get("workloads")
+    return (app["spec"].get("version"), len(workloads) if isinstance(workloads, list) else 0)
+
+
+def random_request(rng, now):
+    namespace = "shop"
+    spec = {"selector": {"matchLabels": {MANAGED_BY: "keptn"}}}
+    r = rng.random()
+    if r < 0.6:
+        spec["timeoutSeconds"] = rng.choice([0, 5, 30, 600])
+    elif r < 0.65:
+        spec["timeoutSeconds"] = rng.choice([-1, 1.5, "30", None])
+    if rng.random() < 0.2:
+        spec["selector"]["matchLabels"]["team"] = "a"
+    parent = {"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery",
+              "metadata": {"name": "discovery", "namespace": namespace, "generation": 4,
+                           "uid": "p"},
+              "spec": spec}
+    offsets = [-3600, -100, -20, 20, 100, 3600]
+    requests = {}
+    for i in range(rng.randint(0, 4)):
+        name = f"req-{rng.randint(0, 9)}"
+        meta = {"name": name, "namespace": namespace, "uid": f"k{i}",
+                "creationTimestamp": rfc3339(now + rng.choice(offsets)),
+                "labels": {MANAGED_BY: "keptn"}, "annotations": {}}
+        if rng.random() < 0.05:
+            meta["creationTimestamp"] = "yesterday"
+        elif rng.random() < 0.2:
+            zone = dt.timezone(dt.timedelta(hours=rng.choice([0, 2, -5])))
+            moment = now + rng.choice(offsets) + rng.random()
+            meta["creationTimestamp"] = dt.datetime.fromtimestamp(moment, zone).isoformat()
+        if rng.random() < 0.1:
+            del meta["namespace"]
+        if rng.random() < 0.4:
+            meta["annotations"]["keptn.sh/app-type"] = rng.choice(
+                ["single-service", "multi-service", ""])
+        if rng.random() < 0.3:
+            meta["annotations"]["traceparent"] = "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
+        if rng.random() < 0.2:
+            meta["annotations"]["metacontroller.k8s.io/last-applied-configuration"] = "{}"
+        app = rng.choice(APPS) if rng.random() < 0.95 else rng.choice(["", "Bad_Name", 7])
+        requests[name] = {"apiVersion": K, "kind": "KeptnAppCreationRequest", "metadata": meta,
+                          "spec": {"appName": app}, "status": "x"}
+    child_apps, related_apps = {}, {}
+    for app in APPS:
+        r = rng.random()
+        if r < 0.5:
+            continue
+        labels = {MANAGED_BY: "keptn"} if r < 0.85 else rng.choice([{}, {MANAGED_BY: "klt"}])
+        listed = [{"name": rng.choice(["api", "web", "db", "old"]), "version": "0"}
+                  for _ in range(rng.randint(0, 3))]
+        if rng.random() < 0.1:
+            listed.append(rng.choice([7, {"version": "1"}, {"name": 3}, "api"]))
+        app_spec = {"version": "v0", "workloads": listed}
+        if rng.random() < 0.3:
+            app_spec["revision"] = rng.randint(1, 3)
+        if rng.random() < 0.1:
+            del app_spec["workloads"]
+        o = {"apiVersion": K, "kind": "KeptnApp",
+             "metadata": {"name": app, "namespace": namespace, "uid": f"a-{app}", "labels": labels,
+                          "annotations": {"metacontroller.k8s.io/x": "y", "keep": "me"}},
+             "spec": app_spec, "status": {"x": 1}}
+        if r < 0.85 and rng.random() < 0.7:
+            child_apps[app] = o
+        related_apps[app] = o
+    workloads = {}
+    for _ in range(rng.randint(0, 6)):
+        app = rng.choice(APPS)
+        name = rng.choice([f"{app}-api", f"{app}-web", "api", f"{app}x", f"{app}-db"])
+        w_spec = {"app": app, "version": rng.choice(["1.0", "2.0", "v3"])}
+        if rng.random() < 0.05:
+            del w_spec["version"]
+        elif rng.random() < 0.03:
+            w_spec["version"] = 2
+        if rng.random() < 0.05:
+            del w_spec["app"]
+        w_namespace = namespace if rng.random() < 0.9 else "elsewhere"
+        workloads[f"{w_namespace}/{name}"] = {
+            "apiVersion": K, "kind": "KeptnWorkload",
+            "metadata": {"name": name, "namespace": w_namespace}, "spec": w_spec}
+    return {"controller": {}, "parent": parent,
+            "children": {"KeptnAppCreationRequest." + K: requests, "KeptnApp." + K: child_apps},
+            "related": {"KeptnWorkload." + K: workloads, "KeptnApp." + K: related_apps}}
+
+
+def without_empty_maps(children):
+    """Empty label and annotation maps are left out by the server (DECISIONS)."""
+    for c in children:
+        for k in ("labels", "annotations"):
+            if c["metadata"].get(k) == {}:
+                del c["metadata"][k]
+    return children
+
+
+def run(base, seed, count):
+    differences = []
+    for case in range(seed, seed + count):
+        rng = random.Random(case)
+        now = time.time()
+        request = random_request(rng, now)
+        want = sync(request, now)
+        answer = post(base, "/app-discovery/sync", request)
+        status = answer["status"]
+        ready = status["conditions"][0]
+        got = {"children": answer["children"],
+               "apps": {k: (v["version"], v["workloads"]) for k, v in status["apps"].items()},
+               "pending": [(p["name"], p["appName"], p["dueAt"])
+                           for p in status["pendingRequests"]],
+               "ready": (ready["status"], ready["reason"]),
+               "malformed": sorted({problem.split(": ")[0]
+                                    for problem in ready["message"].split("; ")}
+                                   if ready["reason"] == "MalformedObjects" else []),
+               "resync": answer.get("resyncAfterSeconds")}
+        if close(want["resync"], got["resync"]):
+            got["resync"] = want["resync"]
+        without_empty_maps(want["children"])
+        without_empty_maps(got["children"])
+        if got != want:
+            differences.append(f"app-discovery/sync case {case}: " + "; ".join(
+                f"{k}: spec {json.dumps(want[k], sort_keys=True)}, server "
+                f"{json.dumps(got[k], sort_keys=True)}" for k in want if want[k] != got[k]))
+    return differences

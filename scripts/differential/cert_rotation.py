@@ -1,0 +1,341 @@
+"""cert-rotation.md's CertificateManager sync (§3) written again from the spec alone, compared
+with the server on random pairs of syncs: the second observes the children the server answered
+to the first, with roles, names, CAs or Secrets changed now and then."""
+import base64
+import copy
+import math
+import random
+import time
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+
+import cas
+from common import TALLY, close, dns_subdomain, post, validity_seconds
+
+NS = "osm"
+NAMES = ["mrc-a", "mrc-b", "mrc-c"]
+MRC_KEY = "MeshRootCertificate.config.openservicemesh.io/v1alpha2"
+SIGNING, VALIDATING = "metahooks.dev/signing-issuer", "metahooks.dev/validating-issuer"
+
+
+def spec_problem(spec):
+    name = (spec.get("trustBundle") or {}).get("configMapName")
+    if not dns_subdomain(name):
+        return True
+    seen = set()
+    for c in spec.get("certificates") or []:
+        secret = c.get("secretName")
+        if not dns_subdomain(secret) or secret in seen:
+            return True
+        seen.add(secret)
+        cn = c.get("commonName")
+        if not isinstance(cn, str) or not cn or len(cn.encode()) > 64:
+            return True
+        for d in c.get("dnsNames") or []:
+            if not isinstance(d, str) or not dns_subdomain(d[2:] if d.startswith("*.") else d):
+                return True
+        if validity_seconds(c.get("validity")) is None:
+            return True
+    return False
+
+
+def role(mrc):
+    r = (mrc.get("spec") or {}).get("role")
+    return "inactive" if r is None else r
+
+
+def trust(signing, validating):
+    ended = lambda t: t if t.endswith("\n") else t + "\n"
+    return ended(signing) + (ended(validating) if validating != signing else "")
+
+
+def spiffe_id(mrc, cn):
+    domain = (mrc.get("spec") or {}).get("trustDomain") or "cluster.local"
+    path = cn[: -len("." + domain)] if cn.endswith("." + domain) else cn
+    return f"spiffe://{domain}/{path.replace('.', '/')}"
+
+
+def keeps(observed, signer, validator, ca, signer_mrc, wanted, now):
+    """§3.3: whether an observed leaf Secret is kept."""
+    annotations = observed["metadata"].get("annotations") or {}
+    if (annotations.get(SIGNING), annotations.get(VALIDATING)) != (signer, validator):
+        return False
+    crt, key = cas.secret_value(observed, "tls.crt"), cas.secret_value(observed, "tls.key")
+    try:
+        cert = x509.load_pem_x509_certificate(crt)
+        private = serialization.load_pem_private_key(key, None)
+    except (TypeError, ValueError):
+        return False
+    if not cas.same_public_key(private.public_key(), cert.public_key()) or \
+            cert.issuer != ca.subject:
+        return False
+    try:
+        if isinstance(ca.public_key(), rsa.RSAPublicKey):
+            ca.public_key().verify(cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(),
+                                   cert.signature_hash_algorithm)
+        else:
+            ca.public_key().verify(cert.signature, cert.tbs_certificate_bytes,
+                                   ec.ECDSA(cert.signature_hash_algorithm))
+    except (InvalidSignature, TypeError, ValueError):
+        return False
+    names = cert.subject.get_attributes_for_oid(x509.oid.NameOID.COMMON_NAME)
+    if [n.value for n in names] != [wanted["commonName"]]:
+        return False
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        dns, uris = set(san.get_values_for_type(x509.DNSName)), \
+            san.get_values_for_type(x509.UniformResourceIdentifier)
+    except x509.ExtensionNotFound:
+        dns, uris = set(), []
+    if dns != set(wanted.get("dnsNames") or [wanted["commonName"]]):
+        return False
+    spiffe = (signer_mrc.get("spec") or {}).get("spiffeEnabled")
+    if uris != ([spiffe_id(signer_mrc, wanted["commonName"])] if spiffe else []):
+        return False
+    start, end = cert.not_valid_before_utc.timestamp(), cert.not_valid_after_utc.timestamp()
+    return end - now >= (end - start) / 3
+
+
+def sync(request, now):
+    """What §3 answers: {ready, S, V, children[, bundle, leaves, resync, ca]}."""
+    parent = request["parent"]
+    spec, previous = parent.get("spec") or {}, parent.get("status") or {}
+    related, children = request.get("related") or {}, request.get("children") or {}
+    mrcs = {m["metadata"]["name"]: m for m in (related.get(MRC_KEY) or {}).values()
+            if m["metadata"].get("namespace") == NS and not m["metadata"].get("deletionTimestamp")}
+    secrets = {s["metadata"]["name"]: s for s in (related.get("Secret.v1") or {}).values()
+               if s["metadata"].get("namespace") == NS}
+    leaves = {s["metadata"]["name"]: s for s in (children.get("Secret.v1") or {}).values()}
+    bundles = {c["metadata"]["name"] for c in (children.get("ConfigMap.v1") or {}).values()}
+
+    def frozen(reason):
+        return {"ready": ("False", reason), "S": previous.get("signingIssuer"),
+                "V": previous.get("validatingIssuer"),
+                "children": [("ConfigMap", n) for n in sorted(bundles)]
+                + [("Secret", n) for n in sorted(leaves)]}
+
+    if spec_problem(spec):
+        return frozen("InvalidSpec")
+    if any(c["secretName"] in secrets and c["secretName"] not in leaves
+           for c in spec.get("certificates") or []):
+        return frozen("SecretConflict")
+    if any(role(m) not in ("active", "passive", "inactive") for m in mrcs.values()):
+        return frozen("InvalidMRC")
+    in_use = {n: role(m) for n, m in mrcs.items() if role(m) in ("active", "passive")}
+    actives = sorted((n for n, r in in_use.items() if r == "active"), key=str.encode)
+    if not in_use:
+        return frozen("NoMRCInUse")
+    if len(in_use) > 2:
+        return frozen("TooManyMRCsInUse")
+    if not actives:
+        return frozen("NoActiveMRC")
+    if len(actives) == 2:
+        current = previous.get("signingIssuer")
+        signer = current if current in actives else actives[0]
+        validator = actives[1] if signer == actives[0] else actives[0]
+    else:
+        signer = actives[0]
+        validator = next((n for n in in_use if n != signer), signer)
+    found = {}
+    for issuer in (signer, validator):
+        provider = (mrcs[issuer].get("spec") or {}).get("provider") or {}
+        given = [k for k in ("tresor", "vault", "certManager") if k in provider]
+        secret = (((provider.get("tresor") or {}).get("ca") or {}).get("secretRef") or {}) \
+            .get("name")
+        if len(given) != 1 or (given == ["tresor"] and not secret):
+            return frozen("InvalidMRC")
+        if given[0] != "tresor":
+            return frozen("UnsupportedProvider")
+        found[issuer] = cas.usable(secrets.get(secret), now)
+        if found[issuer] is None:
+            return frozen("CAUnavailable")
+    ca = found[signer][0]
+    kept, renewals = [], []
+    for wanted in spec.get("certificates") or []:
+        observed = leaves.get(wanted["secretName"])
+        keep = observed is not None and keeps(observed, signer, validator, ca, mrcs[signer],
+                                              wanted, now)
+        kept.append((wanted["secretName"], keep))
+        if keep:
+            cert = x509.load_pem_x509_certificate(cas.secret_value(observed, "tls.crt"))
+            start, end = cert.not_valid_before_utc.timestamp(), \
+                cert.not_valid_after_utc.timestamp()
+        else:
+            start, end = now, now + validity_seconds(wanted.get("validity"))
+        renewals.append(end - (end - start) / 3 - now)
+    return {"ready": ("True", "IssuersReady"), "S": signer, "V": validator,
+            "children": [("ConfigMap", spec["trustBundle"]["configMapName"])]
+            + [("Secret", n) for n, _ in kept],
+            "bundle": trust(found[signer][1], found[validator][1]), "leaves": kept,
+            "resync": max(1, math.ceil(min(renewals))) if renewals else None, "ca": ca}
+
+
+def random_mrc(rng, name):
+    spec = {"trustDomain": rng.choice(["cluster.local", "mesh.example"]),
+            "spiffeEnabled": rng.random() < 0.3,
+            "provider": {"tresor": {"ca": {"secretRef": {"name": name + "-ca", "namespace": NS}}}}}
+    r = rng.random()
+    if r < 0.9:
+        spec["role"] = rng.choice(["active", "active", "passive", "inactive"])
+    elif r < 0.93:
+        spec["role"] = "bogus"
+    r = rng.random()
+    if r < 0.03:
+        spec["provider"] = {"vault": {"host": "v"}}
+    elif r < 0.05:
+        spec["provider"] = {}
+    elif r < 0.06:
+        del spec["provider"]["tresor"]["ca"]["secretRef"]["name"]
+    mrc = {"apiVersion": "config.openservicemesh.io/v1alpha2", "kind": "MeshRootCertificate",
+           "metadata": {"name": name, "namespace": NS, "uid": "u-" + name}, "spec": spec}
+    if rng.random() < 0.05:
+        mrc["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return mrc
+
+
+def ca_secret(name, data):
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "data": dict(data),
+            "metadata": {"name": name, "namespace": NS, "uid": "s-" + name}}
+
+
+def random_certificate(rng, i):
+    c = {"secretName": f"leaf-{i}",
+         "commonName": f"svc-{i}.ns.{rng.choice(['cluster.local', 'mesh.example'])}"}
+    if rng.random() < 0.5:
+        c["dnsNames"] = rng.sample([f"svc-{i}.ns.svc", "*.ns.svc", f"s{i}.example"],
+                                   rng.randint(1, 2))
+    if rng.random() < 0.6:
+        c["validity"] = rng.choice(["24h", "1h", "8760h", "1h30m"])
+    return c
+
+
+def random_world(rng, pool):
+    mrcs = {f"{NS}/{n}": random_mrc(rng, n) for n in NAMES if rng.random() < 0.75}
+    # Each MRC's CA: mostly usable and never the same one twice, sometimes missing or unusable.
+    usable = rng.sample(cas.USABLE, len(NAMES))
+    secrets = {}
+    for n, kind in zip(NAMES, usable):
+        r = rng.random()
+        if r < 0.06:
+            continue
+        if r < 0.2:
+            kind = rng.choice(cas.UNUSABLE)
+        secrets[f"{NS}/{n}-ca"] = ca_secret(n + "-ca", pool[kind])
+    spec = {"trustBundle": {"configMapName": "bundle"},
+            "certificates": [random_certificate(rng, i) for i in range(rng.randint(0, 3))]}
+    if rng.random() < 0.04:
+        spec["trustBundle"]["configMapName"] = "Bad_Name"
+    if rng.random() < 0.04 and spec["certificates"]:
+        spec["certificates"][0]["validity"] = "soon"
+    return mrcs, secrets, spec
+
+
+def changed_world(rng, mrcs, secrets, spec, pool):
+    mrcs, spec, secrets = copy.deepcopy(mrcs), copy.deepcopy(spec), dict(secrets)
+    for m in mrcs.values():
+        if rng.random() < 0.3:
+            m["spec"]["role"] = rng.choice(["active", "passive", "inactive"])
+        if rng.random() < 0.05:
+            m["spec"]["spiffeEnabled"] = not m["spec"].get("spiffeEnabled")
+    if rng.random() < 0.2 and spec["certificates"]:
+        rng.choice(spec["certificates"])["dnsNames"] = ["changed.ns.svc"]
+    if rng.random() < 0.15:
+        spec["certificates"].append(random_certificate(rng, 7))
+    if rng.random() < 0.1:
+        n = rng.choice(NAMES)
+        secrets[f"{NS}/{n}-ca"] = ca_secret(n + "-ca", pool[rng.choice(["p256-b", "expired"])])
+    if rng.random() < 0.05 and spec["certificates"]:
+        n = spec["certificates"][0]["secretName"]
+        secrets[f"{NS}/{n}"] = ca_secret(n, pool["p256-a"])
+    return mrcs, secrets, spec
+
+
+def request(spec, status, mrcs, secrets, children):
+    """A sync request; its related Secrets hold the children's, as the namespace's do."""
+    related = dict(secrets)
+    related.update({f"{NS}/{s['metadata']['name']}": s for s in children["Secret.v1"].values()})
+    parent = {"apiVersion": "metahooks.dev/v1alpha1", "kind": "CertificateManager",
+              "metadata": {"name": "mesh", "namespace": NS, "uid": "p", "generation": 3},
+              "spec": spec}
+    if status is not None:
+        parent["status"] = status
+    return {"controller": {}, "parent": parent, "children": children,
+            "related": {MRC_KEY: mrcs, "Secret.v1": related}}
+
+
+def as_observed(answer):
+    """The children an answer asked for, as the next sync would observe them."""
+    children = {"ConfigMap.v1": {}, "Secret.v1": {}}
+    for child in answer["children"]:
+        o = copy.deepcopy(child)
+        o["metadata"].update(uid="c-" + o["metadata"]["name"], resourceVersion="9")
+        children[o["kind"] + ".v1"][f"{NS}/{o['metadata']['name']}"] = o
+    return children
+
+
+def differences_of(answer, want, observed):
+    status = answer["status"]
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    got = {"ready": (ready["status"], ready["reason"]), "S": status.get("signingIssuer"),
+           "V": status.get("validatingIssuer"),
+           "children": [(c["kind"], c["metadata"]["name"]) for c in answer["children"]]}
+    summary = {k: want[k] for k in got}
+    if got != summary:
+        return [f"spec {summary}, server {got}"]
+    found = []
+    if want["ready"][0] == "False":
+        for child in answer["children"]:
+            before = observed[child["kind"] + ".v1"][f"{NS}/{child['metadata']['name']}"]
+            if child.get("data") != before.get("data"):
+                found.append(f"frozen, {child['metadata']['name']} changed")
+        if "resyncAfterSeconds" in answer:
+            found.append("frozen, with a resync")
+        return found
+    if answer["children"][0]["data"]["ca.crt"] != want["bundle"]:
+        found.append("the trust bundle is not S's then V's ca.crt")
+    for child, (name, keep) in zip(answer["children"][1:], want["leaves"]):
+        before = observed["Secret.v1"].get(f"{NS}/{name}")
+        same = before is not None and child["data"]["tls.crt"] == before["data"]["tls.crt"]
+        if same != keep:
+            found.append(f"{name}: spec {'keeps' if keep else 'issues'}, server "
+                         f"{'keeps' if same else 'issues'}")
+        if base64.b64decode(child["data"]["ca.crt"]).decode() != want["bundle"]:
+            found.append(f"{name}: ca.crt is not the trust bundle")
+        annotations = child["metadata"].get("annotations") or {}
+        if (annotations.get(SIGNING), annotations.get(VALIDATING)) != (want["S"], want["V"]):
+            found.append(f"{name}: issuer annotations")
+        cert = x509.load_pem_x509_certificate(base64.b64decode(child["data"]["tls.crt"]))
+        if cert.issuer != want["ca"].subject:
+            found.append(f"{name}: not issued by S")
+    if not close(want["resync"], answer.get("resyncAfterSeconds")):
+        found.append(f"resync: spec {want['resync']}, server {answer.get('resyncAfterSeconds')}")
+    return found
+
+
+def run(base, seed, count, pool):
+    differences = []
+    for case in range(seed, seed + count):
+        rng = random.Random(case)
+        mrcs, secrets, spec = random_world(rng, pool)
+        status = None
+        if rng.random() < 0.5:
+            status = {"signingIssuer": rng.choice(NAMES), "validatingIssuer": rng.choice(NAMES)}
+        first = request(spec, status, mrcs, secrets, {"ConfigMap.v1": {}, "Secret.v1": {}})
+        now = time.time()
+        want = sync(first, now)
+        answer = post(base, "/cert-rotation/sync", first)
+        found = differences_of(answer, want, first["children"])
+        mrcs, secrets, spec = changed_world(rng, mrcs, secrets, spec, pool)
+        observed = as_observed(answer)
+        second = request(spec, answer["status"], mrcs, secrets, observed)
+        now = time.time()
+        want = sync(second, now)
+        TALLY[f"cert-rotation sync: {want['ready'][1]}"] += 1
+        for _, keep in want.get("leaves", []):
+            TALLY[f"cert-rotation sync: a leaf {'kept' if keep else 'issued'}"] += 1
+        found += differences_of(post(base, "/cert-rotation/sync", second), want, observed)
+        differences += [f"cert-rotation/sync case {case}: {f}" for f in found]
+    return differences
