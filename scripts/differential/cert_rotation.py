@@ -170,6 +170,7 @@ def sync(request, now):
             "children": [("ConfigMap", spec["trustBundle"]["configMapName"])]
             + [("Secret", n) for n, _ in kept],
             "bundle": trust(found[signer][1], found[validator][1]), "leaves": kept,
+            "certificates": spec.get("certificates") or [],
             "resync": max(1, math.ceil(min(renewals))) if renewals else None, "ca": ca}
 
 
@@ -276,6 +277,38 @@ def as_observed(answer):
     return children
 
 
+def issued_problems(child, cert, want, name):
+    """§3.4 on a leaf just issued: what it carries that the spec does not ask for."""
+    wanted = next(c for c in want["certificates"] if c["secretName"] == name)
+    key = serialization.load_pem_private_key(base64.b64decode(child["data"]["tls.key"]), None)
+    ext = {e.oid: e.value for e in cert.extensions}
+    usage = ext.get(x509.oid.ExtensionOID.KEY_USAGE)
+    ca_key = want["ca"].public_key()
+    digest = "sha384" if isinstance(ca_key, ec.EllipticCurvePublicKey) and \
+        ca_key.curve.name == "secp384r1" else "sha256"
+    checks = {
+        "a P-256 key, PKCS#8": isinstance(key, ec.EllipticCurvePrivateKey)
+        and key.curve.name == "secp256r1"
+        and base64.b64decode(child["data"]["tls.key"]).startswith(b"-----BEGIN PRIVATE KEY-----"),
+        "a positive serial of at most 20 octets": 0 < cert.serial_number < 2 ** 159,
+        "NotBefore now, NotAfter now + validity": abs(
+            (cert.not_valid_after_utc - cert.not_valid_before_utc).total_seconds()
+            - validity_seconds(wanted.get("validity"))) <= 1,
+        "not a CA": not ext[x509.oid.ExtensionOID.BASIC_CONSTRAINTS].ca,
+        "digitalSignature and keyEncipherment": usage is not None and usage.digital_signature
+        and usage.key_encipherment and not usage.key_cert_sign,
+        "serverAuth and clientAuth": set(ext.get(x509.oid.ExtensionOID.EXTENDED_KEY_USAGE, []))
+        == {x509.oid.ExtendedKeyUsageOID.SERVER_AUTH, x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH},
+        "S's key identifier": ext[x509.oid.ExtensionOID.AUTHORITY_KEY_IDENTIFIER].key_identifier
+        == want["ca"].extensions.get_extension_for_class(
+            x509.SubjectKeyIdentifier).value.digest,
+        f"signed with {digest}": cert.signature_hash_algorithm.name == digest,
+        "PEM lines of 64": all(len(line) <= 64 for line in base64.b64decode(
+            child["data"]["tls.crt"]).decode().splitlines()),
+    }
+    return [f"new leaf without {what}" for what, holds in checks.items() if not holds]
+
+
 def differences_of(answer, want, observed):
     status = answer["status"]
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
@@ -310,6 +343,8 @@ def differences_of(answer, want, observed):
         cert = x509.load_pem_x509_certificate(base64.b64decode(child["data"]["tls.crt"]))
         if cert.issuer != want["ca"].subject:
             found.append(f"{name}: not issued by S")
+        if not same:
+            found += [f"{name}: {p}" for p in issued_problems(child, cert, want, name)]
     if not close(want["resync"], answer.get("resyncAfterSeconds")):
         found.append(f"resync: spec {want['resync']}, server {answer.get('resyncAfterSeconds')}")
     return found

@@ -308,6 +308,14 @@ def random_workload(rng, bad, name):
         template["metadata"] = dict(template.get("metadata", {}), annotations={"note": "n"})
     if rng.random() < 0.2:
         template["spec"]["restartPolicy"] = "Whatever"
+    if rng.random() < 0.3:
+        # What the canonical JSON of §3 escapes, and what it does not; keys that sort by byte.
+        texts = ["é", "\u0001", "\u001f", "\u2028", '"q"\\', "🚀", "\x7f", "\t\n"]
+        template["spec"]["containers"][0]["env"] = [
+            {"name": rng.choice(["Z", "a", "é", "🚀", "a\u0000"]), "value": rng.choice(texts)}]
+        template["spec"]["priority"] = rng.choice([0, -1, 2 ** 53, 2 ** 63, 1.5, 0.25])
+        keys = rng.sample(["Z", "a", "é", "🚀", "a\u0000", "a0", "ﬀ"], 4)
+        template["spec"]["nodeSelector"] = {k: rng.choice(texts) for k in keys}
     workload = {"template": template}
     # Mostly towards later names, so that most sets have no cycle.
     pool = NAMES + ["ghost"]

@@ -8,6 +8,11 @@ import math
 import random
 import time
 
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtensionOID, NameOID
+
 import cas
 from common import TALLY, close, post, rfc3339, validity_seconds
 
@@ -152,6 +157,7 @@ def decorate(request, now):
                 error = "CASecretMissing"
             else:
                 generated = True
+                TALLY["mesh-root-certificate sync: a CA generated"] += 1
         elif cas.usable(secret, now) is None:
             error = "CAUnusable"
     if error is None and role(spec) in ("active", "passive"):
@@ -190,6 +196,43 @@ def decorate(request, now):
     if state == "validatingRollback":
         answer["resync"] = max(1, math.ceil(left))
     return dict(answer, state=state, accepted=("True", "CAReady"))
+
+
+def generated_problems(secret, request):
+    """§4.1 on a CA Secret the decorator made: what it lacks of what the spec asks for."""
+    obj = request["object"]
+    spec = obj["spec"]
+    key = cas.secret_value(secret, "private.key")
+    cert = x509.load_pem_x509_certificate(cas.secret_value(secret, "ca.crt"))
+    private = serialization.load_pem_private_key(key, None)
+    ext = {e.oid: e for e in cert.extensions}
+    constraints = ext[ExtensionOID.BASIC_CONSTRAINTS]
+    usage = ext[ExtensionOID.KEY_USAGE]
+    name = lambda oid: [a.value for a in cert.subject.get_attributes_for_oid(oid)]
+    checks = {
+        "its name": secret["metadata"]["name"] ==
+        spec["provider"]["tresor"]["ca"]["secretRef"]["name"],
+        "type Opaque": secret.get("type") == "Opaque",
+        "our labels": secret["metadata"].get("labels") == {
+            "app.kubernetes.io/managed-by": "metahooks",
+            "metahooks.dev/mesh-root-certificate": obj["metadata"]["name"]},
+        "a P-256 key, PKCS#8": isinstance(private, ec.EllipticCurvePrivateKey)
+        and private.curve.name == "secp256r1"
+        and key.startswith(b"-----BEGIN PRIVATE KEY-----"),
+        "its own key": cas.same_public_key(private.public_key(), cert.public_key()),
+        "CN the MRC's name, O its trust domain": (name(NameOID.COMMON_NAME),
+                                                  name(NameOID.ORGANIZATION_NAME))
+        == ([obj["metadata"]["name"]], [spec["trustDomain"]]),
+        "87600h": (cert.not_valid_after_utc - cert.not_valid_before_utc).total_seconds()
+        == 87600 * 3600,
+        "CA=true, critical, no path length": constraints.critical and constraints.value.ca
+        and constraints.value.path_length is None,
+        "keyCertSign and cRLSign, critical": usage.critical and usage.value.key_cert_sign
+        and usage.value.crl_sign,
+        "a subject key identifier": ExtensionOID.SUBJECT_KEY_IDENTIFIER in ext,
+        "a positive serial": cert.serial_number > 0,
+    }
+    return [f"without {what}" for what, holds in checks.items() if not holds]
 
 
 def random_provider(rng):
@@ -377,6 +420,10 @@ def run(base, seed, count, pool):
                "resync": answer.get("resyncAfterSeconds")}
         if want["generated"]:
             got["attachments"] = sorted(set(names) & set(want["attachments"]))
+            generated = [a for a in answer.get("attachments") or []
+                         if a["metadata"]["name"] not in want["attachments"]]
+            differences += [f"mesh-root-certificate/sync case {case}: generated CA {p}"
+                            for g in generated[:1] for p in generated_problems(g, request)]
         if close(want["resync"], got["resync"]):
             got["resync"] = want["resync"]
         if got != want:
