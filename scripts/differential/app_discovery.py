@@ -219,6 +219,8 @@ def random_request(rng, now):
         app = rng.choice(APPS) if rng.random() < 0.95 else rng.choice(["", "Bad_Name", 7])
         requests[name] = {"apiVersion": K, "kind": "KeptnAppCreationRequest", "metadata": meta,
                           "spec": {"appName": app}, "status": "x"}
+    # Hook v1 keys a map by name, v2 by namespace/name: neither is read (§4).
+    requests = {k if rng.random() < 0.5 else f"{namespace}/{k}": o for k, o in requests.items()}
     child_apps, related_apps = {}, {}
     for app in APPS:
         r = rng.random()
@@ -238,9 +240,10 @@ def random_request(rng, now):
              "metadata": {"name": app, "namespace": namespace, "uid": f"a-{app}", "labels": labels,
                           "annotations": {"metacontroller.k8s.io/x": "y", "keep": "me"}},
              "spec": app_spec, "status": {"x": 1}}
+        key = app if rng.random() < 0.5 else f"{namespace}/{app}"
         if r < 0.85 and rng.random() < 0.7:
-            child_apps[app] = o
-        related_apps[app] = o
+            child_apps[key] = o
+        related_apps[key] = o
     workloads = {}
     for _ in range(rng.randint(0, 6)):
         app = rng.choice(APPS)

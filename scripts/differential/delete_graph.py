@@ -370,6 +370,8 @@ def random_request(rng):
             else:
                 name = f"{set_name}-{w}-old{rng.randint(0, 99)}"
             pods[name] = random_pod(rng, set_name, namespace, w, name)
+    # Hook v1 keys a map by name, v2 by namespace/name: neither is read (§1).
+    pods = {k if rng.random() < 0.5 else f"{namespace}/{k}": o for k, o in pods.items()}
     parent = {"apiVersion": "metahooks.dev/v1alpha1", "kind": "WorkloadSet",
               "metadata": {"name": set_name, "namespace": namespace, "uid": "p", "generation": 2},
               "spec": {"workloads": workloads}}
