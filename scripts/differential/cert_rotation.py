@@ -14,10 +14,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
 import cas
 from common import TALLY, close, dns_subdomain, post, validity_seconds
+from mesh_root_certificate import MRC_KEY, NAMES, NS, ca_secret, random_mrc
 
-NS = "osm"
-NAMES = ["mrc-a", "mrc-b", "mrc-c"]
-MRC_KEY = "MeshRootCertificate.config.openservicemesh.io/v1alpha2"
 SIGNING, VALIDATING = "metahooks.dev/signing-issuer", "metahooks.dev/validating-issuer"
 
 
@@ -172,34 +170,6 @@ def sync(request, now):
             "bundle": trust(found[signer][1], found[validator][1]), "leaves": kept,
             "certificates": spec.get("certificates") or [],
             "resync": max(1, math.ceil(min(renewals))) if renewals else None, "ca": ca}
-
-
-def random_mrc(rng, name):
-    spec = {"trustDomain": rng.choice(["cluster.local", "mesh.example"]),
-            "spiffeEnabled": rng.random() < 0.3,
-            "provider": {"tresor": {"ca": {"secretRef": {"name": name + "-ca", "namespace": NS}}}}}
-    r = rng.random()
-    if r < 0.9:
-        spec["role"] = rng.choice(["active", "active", "passive", "inactive"])
-    elif r < 0.93:
-        spec["role"] = "bogus"
-    r = rng.random()
-    if r < 0.03:
-        spec["provider"] = {"vault": {"host": "v"}}
-    elif r < 0.05:
-        spec["provider"] = {}
-    elif r < 0.06:
-        del spec["provider"]["tresor"]["ca"]["secretRef"]["name"]
-    mrc = {"apiVersion": "config.openservicemesh.io/v1alpha2", "kind": "MeshRootCertificate",
-           "metadata": {"name": name, "namespace": NS, "uid": "u-" + name}, "spec": spec}
-    if rng.random() < 0.05:
-        mrc["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    return mrc
-
-
-def ca_secret(name, data):
-    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "data": dict(data),
-            "metadata": {"name": name, "namespace": NS, "uid": "s-" + name}}
 
 
 def random_certificate(rng, i):

@@ -305,7 +305,10 @@ def random_review(rng, uid):
 
 
 def random_mrc(rng, name):
-    spec = {"trustDomain": "cluster.local", "spiffeEnabled": False,
+    """An MRC named `name` whose Tresor CA Secret is `<name>-ca`, now and then in a shape one of
+    the hooks must refuse (both sync models' requests)."""
+    spec = {"trustDomain": rng.choice(["cluster.local", "mesh.example"]),
+            "spiffeEnabled": rng.random() < 0.3,
             "provider": {"tresor": {"ca": {"secretRef": {"name": name + "-ca", "namespace": NS}}}}}
     r = rng.random()
     if r < 0.85:
@@ -329,7 +332,7 @@ def random_mrc(rng, name):
     return mrc
 
 
-def ca_secret(name, data, ours):
+def ca_secret(name, data, ours=False):
     secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "data": dict(data),
               "metadata": {"name": name, "namespace": NS, "uid": "s-" + name}}
     if ours:
