@@ -507,11 +507,14 @@ fn updated_app<'r>(
     for (short, v) in &shorts {
         // The first entry of that name only, as Keptn's loop breaks there: a list that names a
         // workload twice keeps its later entries as they were.
-        match entries.iter_mut().find(|e| entry_name(e) == Some(short)) {
-            Some(Json::Object(members)) => {
-                members.insert(Cow::Borrowed("version"), text(*v));
+        let first = entries.iter_mut().find_map(|e| match e {
+            Json::Object(members) if members.get("name").and_then(Json::as_str) == Some(short) => {
+                Some(members)
             }
-            Some(_) => {}
+            _ => None,
+        });
+        match first {
+            Some(members) => members.insert(Cow::Borrowed("version"), text(*v)),
             None => entries.push(workload_entry(short, v)),
         }
     }
