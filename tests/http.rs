@@ -508,15 +508,16 @@ fn an_http2_connection_lasts_while_it_is_used() {
         let mut last = Instant::now();
         for _ in 0..3 {
             let request = http::Request::get("http://x/healthz").body(()).unwrap();
-            let (response, _) = client
+            let mut sender = client
                 .clone()
                 .ready()
                 .await
-                .expect("the connection still open")
-                .send_request(request, true)
-                .unwrap();
-            assert_eq!(response.await.unwrap().status(), 200);
+                .expect("the connection still open");
+            // Before the request leaves: the server's idle timeout starts after its answer,
+            // which the client can only see later (it read 999.9 ms from then once).
             last = Instant::now();
+            let (response, _) = sender.send_request(request, true).unwrap();
+            assert_eq!(response.await.unwrap().status(), 200);
             tokio::time::sleep(Duration::from_millis(600)).await;
         }
         // The client kept: an h2 client whose handles are all dropped closes on its own.
