@@ -16,13 +16,33 @@ NPNR = "DelCondNotPendingNorRunning"
 NAMES = ["a", "b", "c", "d", "e"]
 
 
+def field(workload, key, default):
+    """A workload's field, null read as absent (as the server reads it; a workload that is not an
+    object has none of its fields)."""
+    value = workload.get(key) if isinstance(workload, dict) else None
+    return default if value is None else value
+
+
+def shown(value):
+    """A value in a §9 message: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def dependencies(workload):
+    return field(workload, "dependencies", {})
+
+
+def policy(workload):
+    return field(workload, "restartPolicy", "NEVER")
+
+
 def canonical(v):
     return json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def rendered(workload):
     r = copy.deepcopy(workload["template"])
-    r.setdefault("spec", {})["restartPolicy"] = POLICIES[workload.get("restartPolicy", "NEVER")]
+    r.setdefault("spec", {})["restartPolicy"] = POLICIES[policy(workload)]
     return r
 
 
@@ -43,7 +63,7 @@ def problems(set_name, spec):
         w = workloads[name]
         if not dns_label(name):
             found.append(f"workload name '{name}' is not a DNS-1123 label")
-        deps = w.get("dependencies") or {}
+        deps = dependencies(w)
         if not isinstance(deps, dict):
             found.append(f"workload '{name}': dependencies must be an object")
         else:
@@ -53,20 +73,21 @@ def problems(set_name, spec):
                                  "label")
                 if deps[d] not in CONDITIONS:
                     found.append(f"workload '{name}': dependency '{d}' has unknown condition "
-                                 f"'{deps[d]}' (expected ADD_COND_RUNNING, ADD_COND_SUCCEEDED or "
-                                 "ADD_COND_FAILED)")
-        policy = w.get("restartPolicy", "NEVER")
-        if policy not in POLICIES:
-            found.append(f"workload '{name}': unknown restartPolicy '{policy}' (expected NEVER, "
-                         "ON_FAILURE or ALWAYS)")
-        template = w.get("template")
+                                 f"'{shown(deps[d])}' (expected ADD_COND_RUNNING, "
+                                 "ADD_COND_SUCCEEDED or ADD_COND_FAILED)")
+        if policy(w) not in POLICIES:
+            found.append(f"workload '{name}': unknown restartPolicy '{shown(policy(w))}' "
+                         "(expected NEVER, ON_FAILURE or ALWAYS)")
+        template = field(w, "template", None)
         if not isinstance(template, dict):
             found.append(f"workload '{name}': template is missing")
             continue
-        containers = (template.get("spec") or {}).get("containers")
+        pod_spec = template.get("spec")
+        containers = pod_spec.get("containers") if isinstance(pod_spec, dict) else None
         if not isinstance(containers, list) or not containers:
             found.append(f"workload '{name}': template.spec.containers must be a non-empty list")
-        elif policy in POLICIES and len(pod_name(set_name, name, w)) > 253:
+        # `<set>-<workload>-<10 hex>`: its length needs no valid policy or containers.
+        if len(set_name) + len(name) + 12 > 253:
             found.append(f"workload '{name}': Pod name would exceed 253 characters")
     return found, (None if found else cycle(workloads))
 
@@ -91,7 +112,7 @@ def cycle(workloads):
                 if path:
                     on_path.discard(path.pop())
                 stack.pop()
-            for d in sorted(workloads[top].get("dependencies") or {}):
+            for d in sorted(dependencies(workloads[top])):
                 if d not in visited:
                     stack.append(d)
                 elif d in on_path:
@@ -156,7 +177,7 @@ def desired(set_name, namespace, name, workload, pod):
     meta = r.get("metadata") or {}
     labels = dict(meta.get("labels") or {}, **{SET: set_name, WORKLOAD: name})
     annotations = dict(meta.get("annotations") or {})
-    annotations[DEPENDENCIES] = canonical(workload.get("dependencies") or {})
+    annotations[DEPENDENCIES] = canonical(dependencies(workload))
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": pod, "namespace": namespace, "labels": labels,
                          "annotations": annotations},
@@ -207,7 +228,7 @@ def sync(request, teardown):
             obsolete.append(p)
     graph = {}
     for x in workloads:
-        for d, c in (workloads[x].get("dependencies") or {}).items():
+        for d, c in dependencies(workloads[x]).items():
             if c == "ADD_COND_RUNNING":
                 graph.setdefault(d, {})[x] = NPNR
     for p in obsolete:
@@ -251,7 +272,7 @@ def sync(request, teardown):
             continue
         ready = all(d in current and not terminating(current[d])
                     and pod_state(current[d]) == HOLDS[c]
-                    for d, c in (workloads[w].get("dependencies") or {}).items())
+                    for d, c in dependencies(workloads[w]).items())
         TALLY[f"delete-graph sync: a workload {'created' if ready else 'waiting'}"] += 1
         if ready:
             created.add(w)
@@ -284,17 +305,17 @@ def admission(set_name, spec):
     workloads = spec.get("workloads") or {}
     warnings = []
     for w in sorted(workloads):
-        deps = workloads[w].get("dependencies") or {}
+        deps = dependencies(workloads[w])
         for d in sorted(deps):
             if d not in workloads:
                 warnings.append(f"workload '{w}' depends on '{d}', which is not part of this "
                                 "WorkloadSet; it waits until such a workload exists")
                 continue
-            policy = workloads[d].get("restartPolicy", "NEVER")
-            if (policy == "ALWAYS" and deps[d] != "ADD_COND_RUNNING") or (
-                    policy == "ON_FAILURE" and deps[d] == "ADD_COND_FAILED"):
+            then = policy(workloads[d])
+            if (then == "ALWAYS" and deps[d] != "ADD_COND_RUNNING") or (
+                    then == "ON_FAILURE" and deps[d] == "ADD_COND_FAILED"):
                 warnings.append(f"workload '{w}': condition {deps[d]} on '{d}' can never hold "
-                                f"with restartPolicy {policy}")
+                                f"with restartPolicy {then}")
     return True, None, warnings
 
 
@@ -328,10 +349,24 @@ def random_workload(rng, bad, name):
         workload["dependencies"] = deps
     if rng.random() < 0.7:
         workload["restartPolicy"] = rng.choice(list(POLICIES))
-    if bad and rng.random() < 0.05:
-        workload["restartPolicy"] = "SOMETIMES"
-    if bad and rng.random() < 0.05:
-        del workload["template"]
+    if rng.random() < 0.05:
+        workload[rng.choice(["dependencies", "restartPolicy"])] = None
+    if bad:
+        # One way for a workload to be wrong (§9), now and then.
+        r = rng.random()
+        if r < 0.05:
+            workload["restartPolicy"] = "SOMETIMES"
+        elif r < 0.1:
+            workload["template"] = rng.choice([None, "pod", {"spec": {"containers": []}},
+                                               {"spec": {}}, {"metadata": {}}])
+        elif r < 0.15:
+            workload["dependencies"] = rng.choice([["a"], "a", 5])
+        elif r < 0.2:
+            workload["dependencies"] = {rng.choice(["B_1", "-a", "x" * 64]): CONDITIONS[0]}
+        elif r < 0.25 and deps:
+            workload["dependencies"] = dict(deps, **{next(iter(deps)): rng.choice([5, None])})
+        elif r < 0.3:
+            return rng.choice(["x", None, []])
     return workload
 
 
@@ -358,14 +393,18 @@ def random_pod(rng, set_name, namespace, workload, name):
 
 
 def random_request(rng):
-    set_name, namespace = "set", "ns"
+    # A set name long enough for a Pod name past 253 characters, now and then (§9).
+    set_name, namespace = ("set" if rng.random() < 0.97 else "s" * 180), "ns"
     bad = rng.random() < 0.15
-    workloads = {n: random_workload(rng, bad, n) for n in rng.sample(NAMES, rng.randint(0, 5))}
+    names = rng.sample(NAMES, rng.randint(0, 5))
+    if bad and rng.random() < 0.2:
+        names.append(rng.choice(["Bad", "-x", "x" * 64, "x" * 63]))
+    workloads = {n: random_workload(rng, bad, n) for n in names}
     pods = {}
     for w in NAMES + [None]:
         for _ in range(rng.choice([0, 0, 1, 1, 2])):
-            if w in workloads and "template" in workloads[w] and rng.random() < 0.6 and \
-                    workloads[w].get("restartPolicy", "NEVER") in POLICIES:
+            if w in workloads and isinstance(field(workloads[w], "template", None), dict) and \
+                    policy(workloads[w]) in POLICIES and rng.random() < 0.6:
                 name = pod_name(set_name, w, workloads[w])
             else:
                 name = f"{set_name}-{w}-old{rng.randint(0, 99)}"
@@ -374,7 +413,7 @@ def random_request(rng):
     pods = {k if rng.random() < 0.5 else f"{namespace}/{k}": o for k, o in pods.items()}
     parent = {"apiVersion": "metahooks.dev/v1alpha1", "kind": "WorkloadSet",
               "metadata": {"name": set_name, "namespace": namespace, "uid": "p", "generation": 2},
-              "spec": {"workloads": workloads}}
+              "spec": {"workloads": workloads if rng.random() < 0.99 else list(workloads)}}
     if rng.random() < 0.5:
         parent["status"] = {"workloads": {"a": {"state": "Running", "subState": "Ok",
                                                 "message": ""}},
@@ -414,7 +453,8 @@ def run(base, seed, count):
                                        "kind": "WorkloadSet"},
                               "object": request["parent"]}}
         answer = post(base, "/delete-graph/validate", review)["response"]
-        allowed, message, warnings = admission("set", request["parent"]["spec"])
+        allowed, message, warnings = admission(request["parent"]["metadata"]["name"],
+                                               request["parent"]["spec"])
         TALLY[f"delete-graph validate: {'allowed' if allowed else 'denied'}"] += 1
         got = (answer["allowed"], (answer.get("status") or {}).get("message"),
                answer.get("warnings") or [] if answer["allowed"] else [])
