@@ -216,7 +216,7 @@ pub fn parse_subject_name(s: &str) -> Result<String, String> {
         return Ok(s.to_owned());
     }
     let host = s.strip_prefix("*.").unwrap_or(s).to_ascii_lowercase();
-    if metahooks_hooks::meta::is_dns1123_subdomain(&host) {
+    if metahooks_hooks::meta::is_dns_name(&host) {
         Ok(s.to_owned())
     } else {
         Err(format!(

@@ -149,20 +149,32 @@ pub fn write_json_str(text: &str, out: &mut String) {
 /// The most bytes a label value holds: the API server refuses an object with a longer one.
 pub const LABEL_VALUE_MAX_LEN: usize = 63;
 
-/// A DNS-1123 label: lowercase alphanumerics and `-`, 1 to 63 characters, alphanumeric at both ends.
-pub fn is_dns1123_label(s: &str) -> bool {
+/// Lowercase alphanumerics and `-`, alphanumeric at both ends: the shape of a label, whatever
+/// its length.
+fn is_label_shaped(s: &str) -> bool {
     let b = s.as_bytes();
     let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter().all(|c| alnum(c) || *c == b'-')
+    b.iter().all(|c| alnum(c) || *c == b'-')
         && b.first().is_some_and(alnum)
         && b.last().is_some_and(alnum)
 }
 
-/// A DNS-1123 subdomain: dot-separated labels, at most 253 characters.
+/// A DNS-1123 label: lowercase alphanumerics and `-`, 1 to 63 characters, alphanumeric at both ends.
+pub fn is_dns1123_label(s: &str) -> bool {
+    s.len() <= 63 && is_label_shaped(s)
+}
+
+/// A DNS-1123 subdomain as Kubernetes checks an object's name (`IsDNS1123Subdomain`): parts of a
+/// label's shape joined by dots, at most 253 characters in all. Unlike a DNS name's labels, a
+/// part may be longer than 63 characters: a Secret may be named so, and refusing the name would
+/// refuse what the API server takes.
 pub fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
+    s.len() <= 253 && s.split('.').all(is_label_shaped)
+}
+
+/// A DNS name: DNS-1123 labels (each at most 63 characters) joined by dots, at most 253 in all.
+pub fn is_dns_name(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns1123_label)
 }
 
 #[cfg(test)]
@@ -228,6 +240,22 @@ mod tests {
         assert!(!is_dns1123_label(&"a".repeat(64)));
         assert!(is_dns1123_subdomain("my.app-1"));
         assert!(!is_dns1123_subdomain("my..app"));
+        assert!(!is_dns1123_subdomain(""));
+        assert!(!is_dns1123_subdomain("my.App"));
+        assert!(!is_dns1123_subdomain(&"a".repeat(254)));
+        assert!(is_dns1123_subdomain(&"a".repeat(253)));
+        // A part past 63 characters: an object's name, not a DNS name.
+        let long_part = format!("{}.x", "a".repeat(64));
+        assert!(is_dns1123_subdomain(&long_part));
+        assert!(!is_dns_name(&long_part));
+        assert!(is_dns_name(&format!("{}.x", "a".repeat(63))));
+        assert!(!is_dns_name(""));
+        assert!(!is_dns_name("a..b"));
+        assert!(!is_dns_name(&format!(
+            "{}.{}",
+            "a".repeat(63),
+            "b".repeat(190)
+        )));
     }
 
     #[test]

@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
 import cas
-from common import TALLY, close, dns_subdomain, post, validity_seconds
+from common import TALLY, close, dns_name, dns_subdomain, post, validity_seconds
 from mesh_root_certificate import MRC_KEY, NAMES, NS, ca_secret, random_mrc
 
 SIGNING, VALIDATING = "metahooks.dev/signing-issuer", "metahooks.dev/validating-issuer"
@@ -32,8 +32,11 @@ def spec_problem(spec):
         cn = c.get("commonName")
         if not isinstance(cn, str) or not cn or len(cn.encode()) > 64:
             return True
-        for d in c.get("dnsNames") or []:
-            if not isinstance(d, str) or not dns_subdomain(d[2:] if d.startswith("*.") else d):
+        names = c.get("dnsNames")
+        if not isinstance(names if names is not None else [], list):
+            return True
+        for d in names or []:
+            if not dns_name(d[2:] if isinstance(d, str) and d.startswith("*.") else d):
                 return True
         if validity_seconds(c.get("validity")) is None:
             return True
@@ -180,6 +183,17 @@ def random_certificate(rng, i):
                                    rng.randint(1, 2))
     if rng.random() < 0.6:
         c["validity"] = rng.choice(["24h", "1h", "8760h", "1h30m"])
+    if rng.random() < 0.04:
+        # At and past each bound of §3.1 and §3.4.
+        c["validity"] = rng.choice(["10m", "9m", "0s", "599s", "87600h", "87601h", "1h30m15s",
+                                    "1h1h", "01h", "1d", "", "h", "1H", 5, None])
+    if rng.random() < 0.03:
+        c["commonName"] = rng.choice(["", "x" * 64, "x" * 65, "é" * 32, "é" * 33, 5, None])
+    if rng.random() < 0.03:
+        c["dnsNames"] = rng.choice([["*.ns.svc"], ["a..b"], ["*"], ["UPPER.case"], ["-a.b"],
+                                    ["a" * 64 + ".x"], [5], "a.b", [], None])
+    if rng.random() < 0.02:
+        c["secretName"] = rng.choice(["leaf-0", "Bad_Name", "x" * 254, "a.b"])
     return c
 
 

@@ -27,7 +27,13 @@ def dns_label(s):
 
 
 def dns_subdomain(s):
+    """An object's name as Kubernetes checks it: a part between dots may pass 63 characters."""
     return isinstance(s, str) and 0 < len(s) <= 253 and bool(_SUBDOMAIN.match(s))
+
+
+def dns_name(s):
+    """A DNS name: labels of at most 63 characters, 253 in all."""
+    return isinstance(s, str) and len(s) <= 253 and all(dns_label(p) for p in s.split("."))
 
 
 def validity_seconds(text):

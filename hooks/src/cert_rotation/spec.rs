@@ -4,7 +4,7 @@ use crate::json::Json;
 use crate::mesh_root_certificate::model::{
     parse_validity, BadValidity, DEFAULT_VALIDITY, MAX_VALIDITY,
 };
-use crate::meta::is_dns1123_subdomain;
+use crate::meta::{is_dns1123_subdomain, is_dns_name};
 use foldhash::{HashSet, HashSetExt};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -26,9 +26,9 @@ pub struct Certificate {
     pub validity: Duration,
 }
 
-/// A DNS name in a certificate: a DNS-1123 subdomain, optionally with a leading `*.`.
-fn is_dns_name(s: &str) -> bool {
-    is_dns1123_subdomain(s.strip_prefix("*.").unwrap_or(s))
+/// A DNS name in a certificate, optionally with a leading `*.`.
+fn is_certificate_dns_name(s: &str) -> bool {
+    is_dns_name(s.strip_prefix("*.").unwrap_or(s))
 }
 
 /// Validates the spec; the error names the first field in the way.
@@ -71,7 +71,7 @@ pub fn parse(spec: &Json) -> Result<ManagerSpec, String> {
                 let mut out = Vec::with_capacity(names.len());
                 for (j, n) in names.iter().enumerate() {
                     match n.as_str() {
-                        Some(s) if is_dns_name(s) => out.push(s.to_owned()),
+                        Some(s) if is_certificate_dns_name(s) => out.push(s.to_owned()),
                         _ => return Err(format!("{at}.dnsNames[{j}] is not a DNS name")),
                     }
                 }
@@ -258,6 +258,13 @@ mod tests {
         assert_eq!(spec.certificates[0].validity, DEFAULT_VALIDITY);
         assert_eq!(spec.certificates[1].validity, Duration::minutes(90));
         assert_eq!(spec.certificates[1].dns_names.len(), 2);
+        // Names Kubernetes takes for a ConfigMap and a Secret: a part past 63 characters.
+        let long = format!("{}.tls", "a".repeat(64));
+        let spec = parse(&Json::from(json!({"trustBundle": {"configMapName": long},
+            "certificates": [{"secretName": long, "commonName": "web"}]})))
+        .unwrap();
+        assert_eq!(spec.config_map_name, long);
+        assert_eq!(spec.certificates[0].secret_name, long);
     }
 
     #[test]
@@ -290,6 +297,11 @@ mod tests {
             ),
             (
                 json!({"trustBundle": {"configMapName": "b"}, "certificates": [{"secretName": "a", "commonName": "x", "dnsNames": ["no way"]}]}),
+                "spec.certificates[0].dnsNames[0] is not a DNS name",
+            ),
+            // A label past 63 characters, which a Secret's name may have and a DNS name may not.
+            (
+                json!({"trustBundle": {"configMapName": "b"}, "certificates": [{"secretName": "a", "commonName": "x", "dnsNames": [format!("*.{}.ns", "a".repeat(64))]}]}),
                 "spec.certificates[0].dnsNames[0] is not a DNS name",
             ),
             (
