@@ -40,6 +40,9 @@ def spec_problem(spec):
                 return True
         if validity_seconds(c.get("validity")) is None:
             return True
+        # Without dnsNames the commonName is the leaf's DNS name, an IA5String (DECISIONS).
+        if not names and not cn.isascii():
+            return True
     return False
 
 
@@ -153,6 +156,12 @@ def sync(request, now):
         found[issuer] = cas.usable(secrets.get(secret), now)
         if found[issuer] is None:
             return frozen("CAUnavailable")
+    # A SPIFFE ID is an IA5String: its trust domain and path ASCII (DECISIONS).
+    if (mrcs[signer].get("spec") or {}).get("spiffeEnabled"):
+        if not ((mrcs[signer].get("spec") or {}).get("trustDomain") or "cluster.local").isascii():
+            return frozen("InvalidMRC")
+        if not all(c["commonName"].isascii() for c in spec.get("certificates") or []):
+            return frozen("InvalidSpec")
     ca = found[signer][0]
     kept, renewals = [], []
     for wanted in spec.get("certificates") or []:

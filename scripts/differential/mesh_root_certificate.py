@@ -307,7 +307,7 @@ def random_review(rng, uid):
 def random_mrc(rng, name):
     """An MRC named `name` whose Tresor CA Secret is `<name>-ca`, now and then in a shape one of
     the hooks must refuse (both sync models' requests)."""
-    spec = {"trustDomain": rng.choice(["cluster.local", "mesh.example"]),
+    spec = {"trustDomain": rng.choice(["cluster.local", "mesh.example", "grüne.local"]),
             "spiffeEnabled": rng.random() < 0.3,
             "provider": {"tresor": {"ca": {"secretRef": {"name": name + "-ca", "namespace": NS}}}}}
     r = rng.random()

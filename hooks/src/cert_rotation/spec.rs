@@ -79,6 +79,14 @@ pub fn parse(spec: &Json) -> Result<ManagerSpec, String> {
             }
             Some(_) => return Err(format!("{at}.dnsNames must be a list")),
         };
+        // Without dnsNames the commonName is the leaf's DNS name (§3.4), which X.509 writes as
+        // an IA5String: ASCII only. Refused here, where the message names the field, rather
+        // than when issuing, which would blame the signing CA.
+        if dns_names.is_empty() && !common_name.is_ascii() {
+            return Err(format!(
+                "{at}.commonName is not ASCII, and without dnsNames it is the leaf's DNS name"
+            ));
+        }
         let validity = match entry.get("validity") {
             None | Some(Json::Null) => DEFAULT_VALIDITY,
             Some(Json::String(s)) => parse_validity(s).map_err(|bad| match bad {
@@ -258,6 +266,11 @@ mod tests {
         assert_eq!(spec.certificates[0].validity, DEFAULT_VALIDITY);
         assert_eq!(spec.certificates[1].validity, Duration::minutes(90));
         assert_eq!(spec.certificates[1].dns_names.len(), 2);
+        // A commonName that is not ASCII, beside dnsNames that are.
+        let spec = parse(&Json::from(json!({"trustBundle": {"configMapName": "b"},
+            "certificates": [{"secretName": "a", "commonName": "café", "dnsNames": ["cafe.ns.svc"]}]})))
+        .unwrap();
+        assert_eq!(spec.certificates[0].common_name, "café");
         // Names Kubernetes takes for a ConfigMap and a Secret: a part past 63 characters.
         let long = format!("{}.tls", "a".repeat(64));
         let spec = parse(&Json::from(json!({"trustBundle": {"configMapName": long},
@@ -294,6 +307,10 @@ mod tests {
             (
                 json!({"trustBundle": {"configMapName": "b"}, "certificates": [{"secretName": "a", "commonName": "x".repeat(65)}]}),
                 "spec.certificates[0].commonName is longer than 64 bytes",
+            ),
+            (
+                json!({"trustBundle": {"configMapName": "b"}, "certificates": [{"secretName": "a", "commonName": "café"}]}),
+                "spec.certificates[0].commonName is not ASCII, and without dnsNames it is the leaf's DNS name",
             ),
             (
                 json!({"trustBundle": {"configMapName": "b"}, "certificates": [{"secretName": "a", "commonName": "x", "dnsNames": ["no way"]}]}),

@@ -251,6 +251,7 @@ fn plan<'r>(
         .ok_or_else(|| frozen("NoActiveMRC", "no active MeshRootCertificate"))?;
     let signing_ca = usable_ca(signing, &related_secrets, now, cas)?;
     let validating_ca = usable_ca(validating, &related_secrets, now, cas)?;
+    spiffe_ids_writable(signing, &spec)?;
     let trust = bundles.get(&signing_ca, &validating_ca);
     Ok((
         spec,
@@ -445,6 +446,39 @@ fn issue<'a>(
         resync_after_seconds: earliest_renewal
             .map(|r| ((r - now).as_seconds_f64().ceil().max(1.0)) as u64),
         finalized: None,
+    }
+}
+
+/// With SPIFFE on, each leaf carries its SPIFFE ID as an IA5String, which holds ASCII only: a
+/// trust domain or a commonName that is not ASCII is named here, not met when issuing, which
+/// would blame the signing CA.
+fn spiffe_ids_writable(signing: &Mrc, spec: &ManagerSpec) -> Result<(), Frozen> {
+    if !spiffe_enabled(&signing.spec) {
+        return Ok(());
+    }
+    let name = &signing.metadata.name;
+    if !trust_domain(&signing.spec).is_ascii() {
+        return Err(frozen(
+            "InvalidMRC",
+            format!(
+                "MeshRootCertificate {name}: spec.trustDomain is not ASCII, which the SPIFFE IDs \
+                 of its leaves cannot hold"
+            ),
+        ));
+    }
+    match spec
+        .certificates
+        .iter()
+        .position(|c| !c.common_name.is_ascii())
+    {
+        Some(i) => Err(frozen(
+            "InvalidSpec",
+            format!(
+                "spec.certificates[{i}].commonName is not ASCII, which the SPIFFE ID of a leaf \
+                 {name} signs cannot hold"
+            ),
+        )),
+        None => Ok(()),
     }
 }
 

@@ -367,6 +367,44 @@ fn rule_3_4_spiffe_uri_from_the_signing_mrc() {
     );
 }
 
+/// A SPIFFE ID is an IA5String: a trust domain or a commonName that is not ASCII freezes the
+/// manager with the field named, not as a signing failure blamed on the CA; without SPIFFE a
+/// commonName that is not ASCII is issued beside dnsNames that are.
+#[test]
+fn rule_3_4_what_a_spiffe_id_cannot_hold_is_named() {
+    let cafe = json!({"trustBundle": {"configMapName": "bundle"}, "certificates": [
+        {"secretName": "leaf", "commonName": "web.mesh.cluster.local"},
+        {"secretName": "cafe", "commonName": "café", "dnsNames": ["cafe.mesh.svc"]}]});
+    let secrets = [ca_secret("a-ca", "a")];
+    let sync_with = |spiffe: bool, domain: &str, spec: &Value| {
+        let mut a = mrc("a", json!("active"), tresor("a-ca"));
+        a["spec"]["spiffeEnabled"] = json!(spiffe);
+        a["spec"]["trustDomain"] = json!(domain);
+        let resp = run(&request(spec.clone(), json!({}), &[a], &secrets, &[]));
+        let message = resp["status"]["conditions"][0]["message"].clone();
+        (
+            ready(&resp),
+            message,
+            resp["children"].as_array().unwrap().len(),
+        )
+    };
+    let (ready_, message, _) = sync_with(true, "cluster.local", &cafe);
+    assert_eq!(ready_, ("False".into(), "InvalidSpec".into()));
+    assert_eq!(
+        message,
+        "spec.certificates[1].commonName is not ASCII, which the SPIFFE ID of a leaf a signs cannot hold"
+    );
+    let (ready_, message, _) = sync_with(true, "grüne.local", &spec());
+    assert_eq!(ready_, ("False".into(), "InvalidMRC".into()));
+    assert_eq!(
+        message,
+        "MeshRootCertificate a: spec.trustDomain is not ASCII, which the SPIFFE IDs of its leaves cannot hold"
+    );
+    let (ready_, _, children) = sync_with(false, "grüne.local", &cafe);
+    assert_eq!(ready_, ("True".into(), "IssuersReady".into()));
+    assert_eq!(children, 3);
+}
+
 #[test]
 fn rule_2_customize_asks_for_mrcs_and_secrets_of_the_namespace() {
     let out = crate::registry::answer_of(
