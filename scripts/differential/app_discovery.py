@@ -13,11 +13,15 @@ from common import TALLY, close, dns_subdomain, post, rfc3339
 K = "lifecycle.keptn.sh/v1"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 APPS = ["shop", "cart", "pay"]
-_TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+LAST_SECOND = dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt.timezone.utc).timestamp()
+MAX_RESYNC = 3153600000  # 100 years of 365 days (DECISIONS)
+# RFC 3339, with its note's lower-case `t` and `z` and a space for `T` (§5.6).
+_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(\.\d+)?"
+                   r"([Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)")
 
 
 def parse_time(s):
-    m = _TIME.match(s) if isinstance(s, str) else None
+    m = _TIME.fullmatch(s) if isinstance(s, str) else None
     if not m:
         return None
     try:
@@ -25,7 +29,7 @@ def parse_time(s):
     except ValueError:
         return None
     zone = m.group(8)
-    if zone != "Z":
+    if zone not in "Zz":
         t -= (1 if zone[0] == "+" else -1) * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
     return t + (float(m.group(7)) if m.group(7) else 0.0)
 
@@ -105,14 +109,15 @@ def sync(request, now):
             continue
         single = (r["metadata"].get("annotations") or {}).get("keptn.sh/app-type") == \
             "single-service"
-        due_at = created + (0 if single else timeout)
+        # Past the year 9999 a window ends at its last second (DECISIONS).
+        due_at = min(created + (0 if single else timeout), LAST_SECOND)
         if single or now > due_at:
             due.setdefault(app, []).append((r, due_at))
         else:
             TALLY["app-discovery sync: a request waiting"] += 1
             kept.append(r)
             pending.append((name, app, due_at))
-            waits.append(max(1, math.ceil(due_at - now)))
+            waits.append(min(max(1, math.ceil(due_at - now)), MAX_RESYNC))
     emitted_apps = {n: rebuilt(a, namespace) for n, a in child_apps.items()}
     for app in sorted(due, key=str.encode):
         mine = sorted((w for w in workloads if (w.get("spec") or {}).get("app") == app),
@@ -185,7 +190,7 @@ def random_request(rng, now):
     spec = {"selector": {"matchLabels": {MANAGED_BY: "keptn"}}}
     r = rng.random()
     if r < 0.6:
-        spec["timeoutSeconds"] = rng.choice([0, 5, 30, 600])
+        spec["timeoutSeconds"] = rng.choice([0, 5, 30, 600, 10 ** 12, 2 ** 63])
     elif r < 0.65:
         spec["timeoutSeconds"] = rng.choice([-1, 1.5, "30", None])
     if rng.random() < 0.2:
@@ -202,7 +207,10 @@ def random_request(rng, now):
                 "creationTimestamp": rfc3339(now + rng.choice(offsets)),
                 "labels": {MANAGED_BY: "keptn"}, "annotations": {}}
         if rng.random() < 0.05:
-            meta["creationTimestamp"] = "yesterday"
+            meta["creationTimestamp"] = rng.choice([
+                "yesterday", "2026-06-01T12:00:00.123456789Z", "2026-06-01t12:00:00z",
+                "2026-06-01 12:00:00Z", "2026-02-30T12:00:00Z", "2026-06-01T24:00:00Z",
+                "2026-06-01T12:00:60Z", "2026-06-01T12:00:00+25:00", "2026-06-01T12:00:00"])
         elif rng.random() < 0.2:
             zone = dt.timezone(dt.timedelta(hours=rng.choice([0, 2, -5])))
             moment = now + rng.choice(offsets) + rng.random()
@@ -216,7 +224,8 @@ def random_request(rng, now):
             meta["annotations"]["traceparent"] = "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
         if rng.random() < 0.2:
             meta["annotations"]["metacontroller.k8s.io/last-applied-configuration"] = "{}"
-        app = rng.choice(APPS) if rng.random() < 0.95 else rng.choice(["", "Bad_Name", 7])
+        app = rng.choice(APPS) if rng.random() < 0.95 else rng.choice(
+            ["", "Bad_Name", 7, None, "Shop", "shop.v2", "a" * 64 + ".x", "a" * 254, "-a"])
         requests[name] = {"apiVersion": K, "kind": "KeptnAppCreationRequest", "metadata": meta,
                           "spec": {"appName": app}, "status": "x"}
     # Hook v1 keys a map by name, v2 by namespace/name: neither is read (§4).
