@@ -343,7 +343,8 @@ def ca_secret(name, data, ours=False):
 def random_decorator_request(rng, now, pool):
     name = rng.choice(NAMES) if rng.random() < 0.97 else "m" * 64
     obj = random_mrc(rng, name)
-    obj["metadata"].pop("deletionTimestamp", None)
+    if rng.random() < 0.7:
+        obj["metadata"].pop("deletionTimestamp", None)
     before = rng.choice([None, "validatingRollout", "validatingRollback", "inactive", "error",
                          *BUSY_STATES])
     if before is not None:
