@@ -1,5 +1,7 @@
-"""app-discovery.md's sync (§4-§5) written again from the spec alone, compared with the server on
-random AppDiscovery requests (its clock is the server's: the windows here are minutes away)."""
+"""app-discovery.md's sync (§4-§5) and mutating webhook (§6) written again from the spec alone,
+compared with the server on random AppDiscovery requests and reviews (the sync's clock is the
+server's: the windows here are minutes away)."""
+import base64
 import datetime as dt
 import hashlib
 import json
@@ -282,9 +284,48 @@ def without_empty_maps(children):
     return children
 
 
+def mutate(request):
+    """§6: the JSONPatch that labels a new KeptnAppCreationRequest, or None."""
+    kind = request.get("kind") or {}
+    labels = ((request.get("object") or {}).get("metadata") or {}).get("labels")
+    if (request.get("operation") != "CREATE" or kind.get("group") != "lifecycle.keptn.sh"
+            or kind.get("kind") != "KeptnAppCreationRequest"
+            or (labels or {}).get(MANAGED_BY) == "keptn"):
+        return None
+    if labels is None:
+        return [{"op": "add", "path": "/metadata/labels", "value": {MANAGED_BY: "keptn"}}]
+    return [{"op": "add", "path": "/metadata/labels/app.kubernetes.io~1managed-by",
+             "value": "keptn"}]
+
+
+def random_review(rng, uid):
+    kind = rng.choice([("lifecycle.keptn.sh", "v1", "KeptnAppCreationRequest"),
+                       ("lifecycle.keptn.sh", "v1beta1", "KeptnAppCreationRequest"),
+                       ("lifecycle.keptn.sh", "v1", "KeptnApp"), ("", "v1", "Pod")])
+    meta = {"name": "req", "namespace": "shop"}
+    r = rng.random()
+    if r < 0.6:
+        meta["labels"] = {"team": "a"} if r < 0.2 else {}
+        if rng.random() < 0.5:
+            meta["labels"][MANAGED_BY] = rng.choice(["keptn", "klt", "helm"])
+    request = {"uid": uid, "operation": rng.choice(["CREATE", "CREATE", "UPDATE", "DELETE"]),
+               "kind": dict(zip(("group", "version", "kind"), kind)),
+               "object": {"apiVersion": "lifecycle.keptn.sh/v1", "kind": kind[2],
+                          "metadata": meta, "spec": {"appName": "shop"}}}
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
 def run(base, seed, count):
     differences = []
     for case in range(seed, seed + count):
+        rng = random.Random(case)
+        review = random_review(rng, f"u{case}")
+        want = mutate(review["request"])
+        TALLY[f"app-discovery mutate: {'a patch' if want else 'no patch'}"] += 1
+        answer = post(base, "/app-discovery/mutate", review)["response"]
+        got = json.loads(base64.b64decode(answer["patch"])) if "patch" in answer else None
+        if got != want or not answer["allowed"] or (got is None) != ("patchType" not in answer):
+            differences.append(f"app-discovery/mutate case {case}: spec {want}, server {answer}")
         rng = random.Random(case)
         now = time.time()
         request = random_request(rng, now)
