@@ -14,7 +14,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
 import cas
 from common import TALLY, close, dns_name, dns_subdomain, post, validity_seconds
-from mesh_root_certificate import MRC_KEY, NAMES, NS, ca_secret, random_mrc
+from mesh_root_certificate import (MRC_KEY, NAMES, NS, ROLES, ca_secret, provider_of,
+                                   random_mrc, role)
 
 SIGNING, VALIDATING = "metahooks.dev/signing-issuer", "metahooks.dev/validating-issuer"
 
@@ -44,11 +45,6 @@ def spec_problem(spec):
         if not names and not cn.isascii():
             return True
     return False
-
-
-def role(mrc):
-    r = (mrc.get("spec") or {}).get("role")
-    return "inactive" if r is None else r
 
 
 def trust(signing, validating):
@@ -126,9 +122,10 @@ def sync(request, now):
     if any(c["secretName"] in secrets and c["secretName"] not in leaves
            for c in spec.get("certificates") or []):
         return frozen("SecretConflict")
-    if any(role(m) not in ("active", "passive", "inactive") for m in mrcs.values()):
+    if any(role(m.get("spec")) not in ROLES for m in mrcs.values()):
         return frozen("InvalidMRC")
-    in_use = {n: role(m) for n, m in mrcs.items() if role(m) in ("active", "passive")}
+    in_use = {n: role(m.get("spec")) for n, m in mrcs.items()
+              if role(m.get("spec")) in ("active", "passive")}
     actives = sorted((n for n, r in in_use.items() if r == "active"), key=str.encode)
     if not in_use:
         return frozen("NoMRCInUse")
@@ -145,10 +142,7 @@ def sync(request, now):
         validator = next((n for n in in_use if n != signer), signer)
     found = {}
     for issuer in (signer, validator):
-        provider = (mrcs[issuer].get("spec") or {}).get("provider") or {}
-        given = [k for k in ("tresor", "vault", "certManager") if k in provider]
-        secret = (((provider.get("tresor") or {}).get("ca") or {}).get("secretRef") or {}) \
-            .get("name")
+        given, secret = provider_of(mrcs[issuer].get("spec"))
         if len(given) != 1 or (given == ["tresor"] and not secret):
             return frozen("InvalidMRC")
         if given[0] != "tresor":

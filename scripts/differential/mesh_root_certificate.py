@@ -26,6 +26,13 @@ MANAGER_KEY = "CertificateManager.metahooks.dev/v1alpha1"
 PROVIDERS = ("tresor", "vault", "certManager")
 
 
+def provider_of(spec):
+    """The providers an MRC's spec names, and its Tresor CA Secret's name (or None)."""
+    provider = (spec or {}).get("provider") or {}
+    ref = (((provider.get("tresor") or {}).get("ca") or {}).get("secretRef") or {})
+    return [k for k in PROVIDERS if k in provider], ref.get("name")
+
+
 def role(spec):
     r = (spec or {}).get("role")
     return "inactive" if r is None else r
@@ -136,10 +143,7 @@ def decorate(request, now):
                   else "Signing" if signs else "Validating")
     else:
         in_use = ("False", "NotInUse")
-    provider = spec.get("provider") or {}
-    given = [k for k in PROVIDERS if k in provider]
-    secret_name = (((provider.get("tresor") or {}).get("ca") or {}).get("secretRef") or {}) \
-        .get("name")
+    given, secret_name = provider_of(spec)
     attached = {s["metadata"]["name"]: s
                 for s in ((request.get("attachments") or {}).get("Secret.v1") or {}).values()}
     secrets = {s["metadata"]["name"]: s for s in (related.get("Secret.v1") or {}).values()
@@ -376,8 +380,7 @@ def random_decorator_request(rng, now, pool):
                          "namespace": NS if rng.random() < 0.9 else "other"},
             "spec": {"trustBundle": {"configMapName": "bundle"}, "certificates": certificates},
             "status": status}
-    secret_name = (((obj["spec"].get("provider") or {}).get("tresor") or {}).get("ca") or {}) \
-        .get("secretRef", {}).get("name")
+    _, secret_name = provider_of(obj["spec"])
     attachments, secrets = {}, {}
     if secret_name:
         data = pool[rng.choice(list(pool))]

@@ -506,16 +506,14 @@ fn updated_app<'r>(
     }
     for (short, v) in &shorts {
         // The first entry of that name only, as Keptn's loop breaks there: a list that names a
-        // workload twice keeps its later entries as they were.
-        let first = entries.iter_mut().find_map(|e| match e {
-            Json::Object(members) if members.get("name").and_then(Json::as_str) == Some(short) => {
-                Some(members)
-            }
-            _ => None,
-        });
-        match first {
-            Some(members) => members.insert(Cow::Borrowed("version"), text(*v)),
-            None => entries.push(workload_entry(short, v)),
+        // workload twice keeps its later entries as they were. Only an object has a name, so
+        // the entry found is one.
+        if let Some(Json::Object(members)) =
+            entries.iter_mut().find(|e| entry_name(e) == Some(short))
+        {
+            members.insert(Cow::Borrowed("version"), text(*v));
+        } else {
+            entries.push(workload_entry(short, v));
         }
     }
     entries.retain(|e| entry_name(e).is_some_and(|n| shorts.iter().any(|(s, _)| *s == n)));
