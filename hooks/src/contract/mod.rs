@@ -266,7 +266,7 @@ mod tests {
         for missing in [None, Some("")] {
             let err = parent_namespace(&ns(missing), "object", "K").unwrap_err();
             assert_eq!(err.path, "object.metadata.namespace");
-            assert_eq!(err.message, "missing: a K is namespaced");
+            assert_eq!(err.message, "missing: K is a namespaced kind");
         }
     }
 

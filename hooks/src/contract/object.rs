@@ -273,7 +273,7 @@ pub fn parent_namespace<'n>(
         Some(ns) if !ns.is_empty() => Ok(ns),
         _ => Err(crate::RequestError::new(
             format_args!("{at}.metadata.namespace"),
-            format_args!("missing: a {kind} is namespaced"),
+            format_args!("missing: {kind} is a namespaced kind"),
         )),
     }
 }
