@@ -449,37 +449,71 @@ fn issue<'a>(
     }
 }
 
-/// With SPIFFE on, each leaf carries its SPIFFE ID as an IA5String, which holds ASCII only: a
-/// trust domain or a commonName that is not ASCII is named here, not met when issuing, which
-/// would blame the signing CA.
+/// A signer with `spiffeEnabled` writes a SPIFFE ID into every leaf (§3.4), which peers parse
+/// as a URI and SPIFFE verifiers as a SPIFFE ID: its trust domain and each `commonName`'s path
+/// must be ones the SPIFFE standard allows, or the leaf would be refused where it is presented.
 fn spiffe_ids_writable(signing: &Mrc, spec: &ManagerSpec) -> Result<(), Frozen> {
     if !spiffe_enabled(&signing.spec) {
         return Ok(());
     }
     let name = &signing.metadata.name;
-    if !trust_domain(&signing.spec).is_ascii() {
+    let domain = trust_domain(&signing.spec);
+    if !is_spiffe_trust_domain(domain) {
         return Err(frozen(
             "InvalidMRC",
             format!(
-                "MeshRootCertificate {name}: spec.trustDomain is not ASCII, which the SPIFFE IDs \
-                 of its leaves cannot hold"
+                "MeshRootCertificate {name}: spec.trustDomain is not a SPIFFE trust domain \
+                 (parts between dots of lowercase letters, digits, '-' and '_', 255 characters \
+                 in all), which the SPIFFE IDs of its leaves need"
             ),
         ));
     }
     match spec
         .certificates
         .iter()
-        .position(|c| !c.common_name.is_ascii())
+        .position(|c| !is_spiffe_path(spiffe_path(domain, &c.common_name)))
     {
         Some(i) => Err(frozen(
             "InvalidSpec",
             format!(
-                "spec.certificates[{i}].commonName is not ASCII, which the SPIFFE ID of a leaf \
-                 {name} signs cannot hold"
+                "spec.certificates[{i}].commonName does not make a SPIFFE ID path (parts between \
+                 dots of letters, digits, '-' and '_'), which a leaf {name} signs needs"
             ),
         )),
         None => Ok(()),
     }
+}
+
+/// A SPIFFE trust domain: lowercase letters, digits, `-` and `_` between dots, no part empty
+/// (an empty one is not a host a URI parser takes), at most 255 characters.
+fn is_spiffe_trust_domain(domain: &str) -> bool {
+    domain.len() <= 255
+        && domain.split('.').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_'))
+        })
+}
+
+/// The path of a leaf's SPIFFE ID: `commonName` without a trailing `.<trust domain>` (§3.4),
+/// its dots the ID's slashes.
+fn spiffe_path<'c>(domain: &str, common_name: &'c str) -> &'c str {
+    common_name
+        .strip_suffix(domain)
+        .and_then(|rest| rest.strip_suffix('.'))
+        .unwrap_or(common_name)
+}
+
+/// Whether a path's parts between dots are SPIFFE path segments: not empty, and of letters,
+/// digits, `-` and `_` (a dot in a segment cannot arise: dots become slashes).
+fn is_spiffe_path(path: &str) -> bool {
+    path.split('.').all(|part| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+    })
 }
 
 /// `spiffe://<trust domain>/<path>` when the signing MRC has SPIFFE enabled (§3.4).
@@ -487,10 +521,9 @@ fn spiffe_uri(signing: &Mrc, cert: &Certificate) -> Option<String> {
     if !spiffe_enabled(&signing.spec) {
         return None;
     }
-    let td = trust_domain(&signing.spec);
-    let cn = cert.common_name.as_str();
-    let path = cn.strip_suffix(&format!(".{td}")).unwrap_or(cn);
-    Some(format!("spiffe://{td}/{}", path.replace('.', "/")))
+    let domain = trust_domain(&signing.spec);
+    let path = spiffe_path(domain, &cert.common_name);
+    Some(format!("spiffe://{domain}/{}", path.replace('.', "/")))
 }
 
 /// A leaf Secret's values, kept or issued, with its renewal point and S's seal of it as written.

@@ -367,14 +367,17 @@ fn rule_3_4_spiffe_uri_from_the_signing_mrc() {
     );
 }
 
-/// A SPIFFE ID is an IA5String: a trust domain or a commonName that is not ASCII freezes the
-/// manager with the field named, not as a signing failure blamed on the CA; without SPIFFE a
+/// A SPIFFE ID is a URI that SPIFFE verifiers and URI parsers must take: a trust domain or a
+/// commonName that cannot make one freezes the manager with the field named, not as a signing
+/// failure blamed on the CA, nor by issuing leaves their peers refuse; without SPIFFE a
 /// commonName that is not ASCII is issued beside dnsNames that are.
 #[test]
 fn rule_3_4_what_a_spiffe_id_cannot_hold_is_named() {
-    let cafe = json!({"trustBundle": {"configMapName": "bundle"}, "certificates": [
-        {"secretName": "leaf", "commonName": "web.mesh.cluster.local"},
-        {"secretName": "cafe", "commonName": "café", "dnsNames": ["cafe.mesh.svc"]}]});
+    let with_common_name = |cn: &str| {
+        json!({"trustBundle": {"configMapName": "bundle"}, "certificates": [
+            {"secretName": "leaf", "commonName": "web.mesh.cluster.local"},
+            {"secretName": "other", "commonName": cn, "dnsNames": ["other.mesh.svc"]}]})
+    };
     let secrets = [ca_secret("a-ca", "a")];
     let sync_with = |spiffe: bool, domain: &str, spec: &Value| {
         let mut a = mrc("a", json!("active"), tresor("a-ca"));
@@ -388,19 +391,53 @@ fn rule_3_4_what_a_spiffe_id_cannot_hold_is_named() {
             resp["children"].as_array().unwrap().len(),
         )
     };
-    let (ready_, message, _) = sync_with(true, "cluster.local", &cafe);
-    assert_eq!(ready_, ("False".into(), "InvalidSpec".into()));
-    assert_eq!(
-        message,
-        "spec.certificates[1].commonName is not ASCII, which the SPIFFE ID of a leaf a signs cannot hold"
-    );
-    let (ready_, message, _) = sync_with(true, "grüne.local", &spec());
-    assert_eq!(ready_, ("False".into(), "InvalidMRC".into()));
-    assert_eq!(
-        message,
-        "MeshRootCertificate a: spec.trustDomain is not ASCII, which the SPIFFE IDs of its leaves cannot hold"
-    );
-    let (ready_, _, children) = sync_with(false, "grüne.local", &cafe);
+    for cn in [
+        "café",
+        "web mesh",
+        "*.mesh.svc",
+        "web..mesh",
+        "web.mesh.",
+        "a%41",
+    ] {
+        let (ready_, message, _) = sync_with(true, "cluster.local", &with_common_name(cn));
+        assert_eq!(ready_, ("False".into(), "InvalidSpec".into()), "{cn}");
+        assert_eq!(
+            message,
+            "spec.certificates[1].commonName does not make a SPIFFE ID path (parts between dots of \
+             letters, digits, '-' and '_'), which a leaf a signs needs",
+            "{cn}"
+        );
+    }
+    let long = format!("{}.local", "d".repeat(250));
+    for domain in [
+        "grüne.local",
+        "mesh local",
+        "Cluster.local",
+        "cluster..local",
+        "",
+        &long,
+    ] {
+        let (ready_, message, _) = sync_with(true, domain, &spec());
+        assert_eq!(ready_, ("False".into(), "InvalidMRC".into()), "{domain}");
+        assert_eq!(
+            message,
+            "MeshRootCertificate a: spec.trustDomain is not a SPIFFE trust domain (parts between \
+             dots of lowercase letters, digits, '-' and '_', 255 characters in all), which the \
+             SPIFFE IDs of its leaves need",
+            "{domain}"
+        );
+    }
+    // The edges that pass: the longest trust domain, `_` and `-`, a commonName that is the trust
+    // domain itself (its path is then the whole name), capitals in the path.
+    let longest = format!("{}.local", "d".repeat(249));
+    for (domain, cn) in [
+        (longest.as_str(), "Web_1-a.mesh"),
+        ("my_mesh-1.local", "my_mesh-1.local"),
+    ] {
+        let (ready_, message, _) = sync_with(true, domain, &with_common_name(cn));
+        assert_eq!(ready_, ("True".into(), "IssuersReady".into()), "{message}");
+    }
+    let (ready_, _, children) = sync_with(false, "grüne.local", &with_common_name("café"));
     assert_eq!(ready_, ("True".into(), "IssuersReady".into()));
     assert_eq!(children, 3);
 }
