@@ -5,6 +5,7 @@ import base64
 import copy
 import math
 import random
+import re
 import time
 
 from cryptography import x509
@@ -52,10 +53,24 @@ def trust(signing, validating):
     return ended(signing) + (ended(validating) if validating != signing else "")
 
 
+def trust_domain(mrc):
+    domain = (mrc.get("spec") or {}).get("trustDomain")
+    return domain if isinstance(domain, str) else "cluster.local"
+
+
+def spiffe_path(mrc, cn):
+    domain = trust_domain(mrc)
+    return cn[: -len("." + domain)] if cn.endswith("." + domain) else cn
+
+
 def spiffe_id(mrc, cn):
-    domain = (mrc.get("spec") or {}).get("trustDomain") or "cluster.local"
-    path = cn[: -len("." + domain)] if cn.endswith("." + domain) else cn
-    return f"spiffe://{domain}/{path.replace('.', '/')}"
+    return f"spiffe://{trust_domain(mrc)}/{spiffe_path(mrc, cn).replace('.', '/')}"
+
+
+# What the SPIFFE standard lets a trust domain and a path segment hold (DECISIONS): a trust
+# domain's parts between dots must not be empty either, or URI parsers refuse its host.
+SPIFFE_DOMAIN = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
+SPIFFE_PATH = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
 
 
 def keeps(observed, signer, validator, ca, signer_mrc, wanted, now):
@@ -150,12 +165,14 @@ def sync(request, now):
         found[issuer] = cas.usable(secrets.get(secret), now)
         if found[issuer] is None:
             return frozen("CAUnavailable")
-    # A SPIFFE ID is an IA5String: its trust domain and path ASCII (DECISIONS).
+    # The signer's leaves carry SPIFFE IDs the SPIFFE standard allows (DECISIONS).
     if (mrcs[signer].get("spec") or {}).get("spiffeEnabled"):
-        if not ((mrcs[signer].get("spec") or {}).get("trustDomain") or "cluster.local").isascii():
+        domain = trust_domain(mrcs[signer])
+        if len(domain) > 255 or not SPIFFE_DOMAIN.fullmatch(domain):
             return frozen("InvalidMRC")
-        if not all(c["commonName"].isascii() for c in spec.get("certificates") or []):
-            return frozen("InvalidSpec")
+        for c in spec.get("certificates") or []:
+            if not SPIFFE_PATH.fullmatch(spiffe_path(mrcs[signer], c["commonName"])):
+                return frozen("InvalidSpec")
     ca = found[signer][0]
     kept, renewals = [], []
     for wanted in spec.get("certificates") or []:
@@ -191,7 +208,9 @@ def random_certificate(rng, i):
         c["validity"] = rng.choice(["10m", "9m", "0s", "599s", "87600h", "87601h", "1h30m15s",
                                     "1h1h", "01h", "1d", "", "h", "1H", 5, None])
     if rng.random() < 0.03:
-        c["commonName"] = rng.choice(["", "x" * 64, "x" * 65, "é" * 32, "é" * 33, 5, None])
+        c["commonName"] = rng.choice(["", "x" * 64, "x" * 65, "é" * 32, "é" * 33, 5, None,
+                                      "svc 1.ns", "*.ns.svc", "svc..ns", "svc.ns.", "Svc_1-a.ns",
+                                      ".cluster.local", "cluster.local", "a%41.ns"])
     if rng.random() < 0.03:
         c["dnsNames"] = rng.choice([["*.ns.svc"], ["a..b"], ["*"], ["UPPER.case"], ["-a.b"],
                                     ["a" * 64 + ".x"], [5], "a.b", [], None])

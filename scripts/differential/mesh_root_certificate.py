@@ -311,7 +311,10 @@ def random_review(rng, uid):
 def random_mrc(rng, name):
     """An MRC named `name` whose Tresor CA Secret is `<name>-ca`, now and then in a shape one of
     the hooks must refuse (both sync models' requests)."""
-    spec = {"trustDomain": rng.choice(["cluster.local", "mesh.example", "grüne.local"]),
+    spec = {"trustDomain": rng.choice(["cluster.local", "mesh.example"] * 4
+                                      + ["grüne.local", "Mesh.Example", "mesh example",
+                                         "mesh..example", "my_mesh-1.local",
+                                         "d" * 249 + ".local", "d" * 250 + ".local"]),
             "spiffeEnabled": rng.random() < 0.3,
             "provider": {"tresor": {"ca": {"secretRef": {"name": name + "-ca", "namespace": NS}}}}}
     r = rng.random()
