@@ -442,6 +442,38 @@ fn rule_3_4_what_a_spiffe_id_cannot_hold_is_named() {
     assert_eq!(children, 3);
 }
 
+/// An incoming MRC whose trust domain cannot make SPIFFE IDs is met when it would sign (step 4
+/// of §5): the manager freezes on the pair it had, and making the old MRC active again (two
+/// actives, the sticky signer) signs on with it, as DECISIONS tells the user.
+#[test]
+fn rule_3_4_a_rotation_to_a_signer_without_spiffe_ids_goes_back() {
+    let old = |role: &str| mrc("o", json!(role), tresor("o-ca"));
+    let mut new = mrc("n", json!("active"), tresor("n-ca"));
+    new["spec"]["spiffeEnabled"] = json!(true);
+    new["spec"]["trustDomain"] = json!("Mesh.Local");
+    let secrets = [ca_secret("o-ca", "o"), ca_secret("n-ca", "n")];
+    let step3 = json!({"signingIssuer": "o", "validatingIssuer": "n"});
+    let step4 = run(&request(
+        spec(),
+        step3.clone(),
+        &[old("passive"), new.clone()],
+        &secrets,
+        &[],
+    ));
+    assert_eq!(ready(&step4), ("False".into(), "InvalidMRC".into()));
+    assert_eq!(step4["status"]["signingIssuer"], "o");
+    assert_eq!(step4["status"]["validatingIssuer"], "n");
+    let back = run(&request(
+        spec(),
+        step4["status"].clone(),
+        &[old("active"), new],
+        &secrets,
+        &[],
+    ));
+    assert_eq!(ready(&back), ("True".into(), "IssuersReady".into()));
+    assert_eq!(back["status"]["signingIssuer"], "o");
+}
+
 #[test]
 fn rule_2_customize_asks_for_mrcs_and_secrets_of_the_namespace() {
     let out = crate::registry::answer_of(
