@@ -3,6 +3,7 @@ import collections
 import datetime as dt
 import json
 import re
+import urllib.error
 import urllib.request
 
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -14,12 +15,23 @@ _DURATION = re.compile(r"(\d+)([hms])")
 TALLY = collections.Counter()
 
 
-def post(base, route, body):
-    """The JSON answer of `route` to `body`; anything but a 200 raises."""
+def call(base, route, body):
+    """The status and JSON answer of `route` to `body`."""
     request = urllib.request.Request(base + route, json.dumps(body).encode(),
                                      {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request) as response:
-        return json.loads(response.read())
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def post(base, route, body):
+    """The JSON answer of `route` to `body`; anything but a 200 raises."""
+    status, answer = call(base, route, body)
+    if status != 200:
+        raise RuntimeError(f"{route}: {status} {answer}")
+    return answer
 
 
 def dns_label(s):

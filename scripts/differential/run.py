@@ -11,6 +11,7 @@ import urllib.request
 import app_discovery
 import cas
 import cert_rotation
+import customize
 import delete_graph
 import mesh_root_certificate
 from common import TALLY
@@ -43,6 +44,7 @@ def main():
     differences += delete_graph.run(args.base, args.seed, args.count)
     differences += app_discovery.run(args.base, args.seed, args.count)
     differences += mesh_root_certificate.run(args.base, args.seed, args.count, pool)
+    differences += customize.run(args.base, args.seed, args.count)
     differences += cert_rotation.run(args.base, args.seed, max(1, args.count // 10), pool)
     for outcome, n in sorted(TALLY.items()):
         print(f"{n:8} {outcome}")
