@@ -573,3 +573,100 @@ fn removing_metahooks_keeps_the_certificates_the_mesh_uses() {
     sim.run_until_quiet();
     assert_eq!(made(&sim), [None, None, None], "a plain delete takes them");
 }
+
+/// Creates an MRC that writes SPIFFE IDs into the leaves it signs, with `trust_domain`.
+fn create_spiffe_mrc(sim: &mut Sim, name: &str, role: &str, trust_domain: &str) {
+    sim.apply(&json!({"apiVersion": "config.openservicemesh.io/v1alpha2", "kind": "MeshRootCertificate",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"role": role, "trustDomain": trust_domain, "spiffeEnabled": true,
+                 "provider": {"tresor": {"ca": {"secretRef": {"name": format!("{name}-ca"), "namespace": NS}}}}}})
+    .to_string())
+    .unwrap();
+    sim.run_until_quiet();
+}
+
+/// The URI SAN of each leaf the manager asks for.
+fn spiffe_ids(sim: &Sim) -> Vec<String> {
+    leaf_secrets(sim)
+        .iter()
+        .map(|name| {
+            let der = leaf_der(sim, name);
+            let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
+            let san = cert.subject_alternative_name().unwrap().unwrap();
+            san.value
+                .general_names
+                .iter()
+                .find_map(|g| match g {
+                    x509_parser::extensions::GeneralName::URI(uri) => Some(uri.to_string()),
+                    _ => None,
+                })
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// docs/ROTATION.md, "What the manager refuses": under SPIFFE, an incoming MRC whose trust domain
+/// cannot make SPIFFE IDs is met at step 4, when it would sign. The manager freezes on the pair
+/// it had and touches no leaf; O made active again signs on; N goes back to inactive, and the
+/// rotation starts again with an MRC whose trust domain can, whose SPIFFE IDs the leaves then
+/// carry.
+#[test]
+fn a_rotation_to_a_trust_domain_spiffe_refuses_stops_at_step_4_and_goes_back() {
+    let mut sim = sim();
+    create_spiffe_mrc(&mut sim, "mrc-a", "active", "cluster.local");
+    assert_eq!(
+        spiffe_ids(&sim),
+        [
+            "spiffe://cluster.local/web/mesh",
+            "spiffe://cluster.local/api/mesh"
+        ]
+    );
+    // Admission takes the trust domain: §6 checks only that it is not empty.
+    create_spiffe_mrc(&mut sim, "mrc-b", "inactive", "Mesh.Local");
+    set_role(&mut sim, "mrc-b", Some("passive")).unwrap();
+    set_role(&mut sim, "mrc-b", Some("active")).unwrap();
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-b".into()));
+    assert_eq!(check_trust(&sim), ["mrc-a", "mrc-b"]);
+    let step3 = leaves(&sim);
+
+    // 4: O passive would make N sign: frozen, nothing touched.
+    set_role(&mut sim, "mrc-a", Some("passive")).unwrap();
+    let ready = &sim.get("CertificateManager", NS, "mesh").unwrap()["status"]["conditions"][0];
+    assert_eq!(ready["reason"], "InvalidMRC");
+    assert_eq!(
+        ready["message"],
+        "MeshRootCertificate mrc-b: spec.trustDomain is not a SPIFFE trust domain (parts between \
+         dots of lowercase letters, digits, '-' and '_', 255 characters in all), which the \
+         SPIFFE IDs of its leaves need"
+    );
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-b".into()));
+    assert_eq!(leaves(&sim), step3);
+    assert_eq!(check_trust(&sim), ["mrc-a", "mrc-b"]);
+
+    // Back: O active again signs on, as the kept pair says; then N leaves.
+    set_role(&mut sim, "mrc-a", Some("active")).unwrap();
+    let ready = &sim.get("CertificateManager", NS, "mesh").unwrap()["status"]["conditions"][0];
+    assert_eq!(ready["reason"], "IssuersReady");
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-b".into()));
+    assert_eq!(leaves(&sim), step3);
+    set_role(&mut sim, "mrc-b", Some("passive")).unwrap();
+    set_role(&mut sim, "mrc-b", Some("inactive")).unwrap();
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-a".into()));
+    assert_eq!(check_trust(&sim), ["mrc-a"]);
+
+    // Again, to an MRC whose trust domain SPIFFE takes.
+    create_spiffe_mrc(&mut sim, "mrc-c", "inactive", "mesh.local");
+    set_role(&mut sim, "mrc-c", Some("passive")).unwrap();
+    set_role(&mut sim, "mrc-c", Some("active")).unwrap();
+    set_role(&mut sim, "mrc-a", Some("passive")).unwrap();
+    assert_eq!(issuers(&sim), ("mrc-c".into(), "mrc-a".into()));
+    assert_eq!(check_trust(&sim), ["mrc-c", "mrc-a"]);
+    assert_eq!(
+        spiffe_ids(&sim),
+        [
+            "spiffe://mesh.local/web/mesh/cluster/local",
+            "spiffe://mesh.local/api/mesh/cluster/local"
+        ]
+    );
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
