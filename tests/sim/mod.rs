@@ -633,10 +633,19 @@ impl Sim {
         Ok(())
     }
 
-    /// Two of the API server's own checks of an object, those a parent's name can fail: a label
-    /// value longer than 63 characters (every kind; a child carries its parent's name in one),
-    /// and a custom resource's name longer than its CRD's (`schema`) `metadata.name` `maxLength`.
+    /// Three of the API server's own checks of an object, those a name can fail: a name that is
+    /// no DNS-1123 subdomain (the rule of every kind the scenarios write), a label value longer
+    /// than 63 characters (every kind; a child carries its parent's name in one), and a custom
+    /// resource's name longer than its CRD's (`schema`) `metadata.name` `maxLength`.
     fn validate_object(obj: &Value, schema: Option<&Value>) -> Result<(), String> {
+        let name = str_at(obj, "/metadata/name");
+        if !metahooks_hooks::meta::is_dns1123_subdomain(name) {
+            return Err(format!(
+                "metadata.name: Invalid value: {name:?}: a lowercase RFC 1123 subdomain must \
+                 consist of lower case alphanumeric characters, '-' or '.', and must start and \
+                 end with an alphanumeric character"
+            ));
+        }
         if let Some(labels) = obj["metadata"]["labels"].as_object() {
             for (key, value) in labels {
                 let value = value.as_str().unwrap_or_default();
@@ -650,7 +659,6 @@ impl Sim {
         let limit = schema
             .and_then(|schema| schema.pointer("/properties/metadata/properties/name/maxLength"))
             .and_then(Value::as_u64);
-        let name = str_at(obj, "/metadata/name");
         match limit {
             Some(limit) if name.len() as u64 > limit => Err(format!(
                 "metadata.name: Too long: may not be more than {limit} bytes"
