@@ -246,6 +246,18 @@ fn rule_3_1_failures_freeze_in_order() {
             ),
             "InvalidMRC",
         ),
+        // A CA Secret name no Secret can have: never CAUnavailable, waiting for a Secret that
+        // the API server would refuse.
+        (
+            request(
+                spec(),
+                prev.clone(),
+                &[mrc("a", json!("active"), tresor("A_CA"))],
+                &[],
+                std::slice::from_ref(&observed_leaf),
+            ),
+            "InvalidMRC",
+        ),
         (
             request(
                 spec(),

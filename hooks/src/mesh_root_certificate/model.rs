@@ -5,7 +5,7 @@ use crate::contract::{
     lenient_string, map_only, null_as_default, MetaOut, Named, Object, ObjectMeta, RawString, Text,
 };
 use crate::json::Json;
-use crate::meta::PreviousConditions;
+use crate::meta::{is_dns1123_subdomain, PreviousConditions};
 use crate::pki::LeafDigest;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
@@ -95,6 +95,8 @@ pub enum ProviderProblem {
     Missing,
     Multiple,
     TresorWithoutSecretName,
+    /// A name the API server takes for no Secret: none can be generated or supplied.
+    TresorSecretNameInvalid,
 }
 
 impl ProviderProblem {
@@ -106,6 +108,10 @@ impl ProviderProblem {
             ProviderProblem::Multiple => "spec.provider names more than one provider",
             ProviderProblem::TresorWithoutSecretName => {
                 "spec.provider.tresor.ca.secretRef.name is missing"
+            }
+            ProviderProblem::TresorSecretNameInvalid => {
+                "spec.provider.tresor.ca.secretRef.name is not a Secret name (a DNS-1123 \
+                 subdomain), so no CA Secret can have it"
             }
         }
     }
@@ -124,9 +130,11 @@ pub fn provider(spec: &MrcSpec) -> Result<Provider, ProviderProblem> {
     let named = |k: &str| spec.provider.get(k).is_some_and(|v| !v.is_null());
     match provider_keys(named).as_slice() {
         [] => Err(ProviderProblem::Missing),
-        ["tresor"] => tresor_secret_name(&spec.provider)
-            .map(|n| Provider::Tresor(n.to_owned()))
-            .ok_or(ProviderProblem::TresorWithoutSecretName),
+        ["tresor"] => match tresor_secret_name(&spec.provider) {
+            Some(n) if is_dns1123_subdomain(n) => Ok(Provider::Tresor(n.to_owned())),
+            Some(_) => Err(ProviderProblem::TresorSecretNameInvalid),
+            None => Err(ProviderProblem::TresorWithoutSecretName),
+        },
         ["vault"] => Ok(Provider::Vault),
         ["certManager"] => Ok(Provider::CertManager),
         _ => Err(ProviderProblem::Multiple),
@@ -362,6 +370,10 @@ mod tests {
             (
                 r#"{"provider": {"tresor": {"ca": {"secretRef": {"name": ""}}}}}"#,
                 Err(ProviderProblem::TresorWithoutSecretName),
+            ),
+            (
+                r#"{"provider": {"tresor": {"ca": {"secretRef": {"name": "Osm_CA"}}}}}"#,
+                Err(ProviderProblem::TresorSecretNameInvalid),
             ),
         ];
         for (text, want) in cases {

@@ -191,6 +191,34 @@ fn rule_4_1_no_ca_is_generated_for_a_name_no_label_can_hold() {
     assert_eq!(accepted(&resp), ("True", "CAReady"));
 }
 
+/// A CA Secret name no Secret can have (the API server takes only DNS-1123 subdomains) is an
+/// `InvalidSpec` naming the field: nothing is generated, which the API server would refuse on
+/// every sync while the MRC said `CAReady`, and no user's Secret can ever be found by it. A
+/// name with a part past 63 characters is a Secret's name and is generated.
+#[test]
+fn rule_4_2_a_ca_secret_name_no_secret_can_have_is_invalid() {
+    for bad in ["Bad_Name", "ca.", &"c".repeat(254)] {
+        let mut m = mrc("a", "inactive", None);
+        m["spec"]["provider"]["tresor"]["ca"]["secretRef"]["name"] = json!(bad);
+        let resp = run(&m, &[], std::slice::from_ref(&m), &[], &[]);
+        assert_eq!(resp["attachments"], json!([]), "{bad}");
+        assert_eq!(resp["status"]["state"], "error", "{bad}");
+        assert_eq!(accepted(&resp), ("False", "InvalidSpec"), "{bad}");
+        assert_eq!(
+            resp["status"]["conditions"][0]["message"],
+            "spec.provider.tresor.ca.secretRef.name is not a Secret name (a DNS-1123 subdomain), \
+             so no CA Secret can have it",
+            "{bad}"
+        );
+    }
+    let long_part = format!("{}.ca", "c".repeat(64));
+    let mut m = mrc("a", "inactive", None);
+    m["spec"]["provider"]["tresor"]["ca"]["secretRef"]["name"] = json!(long_part);
+    let resp = run(&m, &[], std::slice::from_ref(&m), &[], &[]);
+    assert_eq!(accepted(&resp), ("True", "CAReady"));
+    assert_eq!(resp["attachments"][0]["metadata"]["name"], json!(long_part));
+}
+
 /// §4.1: the user's CA is the Secret of that name in the MRC's own namespace; one of the same
 /// name elsewhere is not it, and the CA is generated.
 #[test]
