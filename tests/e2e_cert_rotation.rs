@@ -461,6 +461,41 @@ fn an_mrc_named_past_a_labels_length_asks_for_its_own_ca_secret() {
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
 
+/// An MRC naming a CA Secret no Secret can be called (`OSM_CA`) is in error with the field
+/// named: no Secret is generated (the API server would refuse it on every sync while the MRC
+/// said `CAReady`), and a manager it would sign for keeps its issuers, saying why.
+#[test]
+fn an_mrc_naming_a_ca_secret_no_secret_can_be_is_an_error_and_signs_nothing() {
+    let mut sim = sim();
+    set_role(&mut sim, "mrc-a", Some("active")).unwrap();
+    let before = leaves(&sim);
+    let mut bad = sim.get("MeshRootCertificate", NS, "mrc-a").unwrap().clone();
+    bad["metadata"] = json!({"name": "mrc-b", "namespace": NS});
+    bad["spec"]["role"] = json!("inactive");
+    bad["spec"]["provider"]["tresor"]["ca"]["secretRef"]["name"] = json!("OSM_CA");
+    bad.as_object_mut().unwrap().remove("status");
+    // §6 asks only for a name that is not empty.
+    sim.apply(&bad.to_string()).unwrap();
+    sim.run_until_quiet();
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+    assert!(sim.get("Secret", NS, "OSM_CA").is_none());
+    let row = sim.get_row("MeshRootCertificate", NS, "mrc-b");
+    assert_eq!(row[2..3], sim::row(&[("State", "error")]));
+    assert_eq!(row[4..], sim::row(&[("Reason", "InvalidSpec")]));
+
+    set_role(&mut sim, "mrc-b", Some("passive")).unwrap();
+    let ready = &sim.get("CertificateManager", NS, "mesh").unwrap()["status"]["conditions"][0];
+    assert_eq!(ready["reason"], "InvalidMRC");
+    assert_eq!(
+        ready["message"],
+        "MeshRootCertificate mrc-b: spec.provider.tresor.ca.secretRef.name is not a Secret name \
+         (a DNS-1123 subdomain), so no CA Secret can have it"
+    );
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-a".into()));
+    assert_eq!(leaves(&sim), before);
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
 #[test]
 fn leaves_renew_near_expiry_on_the_virtual_clock() {
     let mut sim = sim();
