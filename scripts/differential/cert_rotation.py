@@ -158,7 +158,7 @@ def sync(request, now):
     found = {}
     for issuer in (signer, validator):
         given, secret = provider_of(mrcs[issuer].get("spec"))
-        if len(given) != 1 or (given == ["tresor"] and not secret):
+        if len(given) != 1 or (given == ["tresor"] and not dns_subdomain(secret)):
             return frozen("InvalidMRC")
         if given[0] != "tresor":
             return frozen("UnsupportedProvider")

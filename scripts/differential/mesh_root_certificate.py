@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtensionOID, NameOID
 
 import cas
-from common import TALLY, close, post, rfc3339, validity_seconds
+from common import TALLY, close, dns_subdomain, post, rfc3339, validity_seconds
 
 ROLES = ("active", "passive", "inactive")
 NAMESPACE_CONTROLLER = "system:serviceaccount:kube-system:namespace-controller"
@@ -149,7 +149,9 @@ def decorate(request, now):
     secrets = {s["metadata"]["name"]: s for s in (related.get("Secret.v1") or {}).values()
                if s["metadata"].get("namespace") == NS}
     error, generated = None, False
-    if role(spec) not in ROLES or len(given) != 1 or (given == ["tresor"] and not secret_name):
+    # A Tresor Secret name no Secret can have is as good as none (DECISIONS).
+    if role(spec) not in ROLES or len(given) != 1 or (given == ["tresor"]
+                                                       and not dns_subdomain(secret_name)):
         error = "InvalidSpec"
     elif given[0] != "tresor":
         error = "UnsupportedProvider"
@@ -331,6 +333,9 @@ def random_mrc(rng, name):
         spec["provider"]["certManager"] = {"issuerName": "x"}
     elif r < 0.1:
         del spec["provider"]["tresor"]["ca"]["secretRef"]["name"]
+    elif r < 0.12:
+        spec["provider"]["tresor"]["ca"]["secretRef"]["name"] = rng.choice(
+            ["OSM_CA", "ca.", "c" * 254, "c" * 64 + ".ca"])
     mrc = {"apiVersion": "config.openservicemesh.io/v1alpha2", "kind": "MeshRootCertificate",
            "metadata": {"name": name, "namespace": NS, "uid": "u-" + name, "generation": 2},
            "spec": spec}
@@ -385,7 +390,7 @@ def random_decorator_request(rng, now, pool):
             "status": status}
     _, secret_name = provider_of(obj["spec"])
     attachments, secrets = {}, {}
-    if secret_name:
+    if dns_subdomain(secret_name):
         data = pool[rng.choice(list(pool))]
         r = rng.random()
         if r < 0.45:
