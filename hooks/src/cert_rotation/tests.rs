@@ -467,7 +467,7 @@ fn rule_3_4_a_rotation_to_a_signer_without_spiffe_ids_goes_back() {
     let step3 = json!({"signingIssuer": "o", "validatingIssuer": "n"});
     let step4 = run(&request(
         spec(),
-        step3.clone(),
+        step3,
         &[old("passive"), new.clone()],
         &secrets,
         &[],
