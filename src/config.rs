@@ -215,8 +215,7 @@ pub fn parse_subject_name(s: &str) -> Result<String, String> {
     if s.parse::<std::net::IpAddr>().is_ok() {
         return Ok(s.to_owned());
     }
-    let host = s.strip_prefix("*.").unwrap_or(s).to_ascii_lowercase();
-    if metahooks_hooks::meta::is_dns_name(&host) {
+    if metahooks_hooks::meta::is_certificate_dns_name(&s.to_ascii_lowercase()) {
         Ok(s.to_owned())
     } else {
         Err(format!(

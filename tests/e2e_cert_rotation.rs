@@ -30,15 +30,18 @@ fn sim() -> Sim {
     sim
 }
 
+/// A new MRC named `name` whose Tresor CA Secret is `<name>-ca`, with no other field.
+fn new_mrc(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "config.openservicemesh.io/v1alpha2", "kind": "MeshRootCertificate",
+    "metadata": {"name": name, "namespace": NS},
+    "spec": {"provider": {"tresor": {"ca": {"secretRef": {"name": format!("{name}-ca"), "namespace": NS}}}}}})
+}
+
 /// Creates an MRC (the mutating webhook fills in defaults) or changes its role.
 fn set_role(sim: &mut Sim, name: &str, role: Option<&str>) -> Result<(), String> {
     let mut m = match sim.get("MeshRootCertificate", NS, name) {
         Some(m) => m.clone(),
-        None => {
-            json!({"apiVersion": "config.openservicemesh.io/v1alpha2", "kind": "MeshRootCertificate",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"provider": {"tresor": {"ca": {"secretRef": {"name": format!("{name}-ca"), "namespace": NS}}}}}})
-        }
+        None => new_mrc(name),
     };
     if let Some(r) = role {
         m["spec"]["role"] = json!(r);
@@ -469,11 +472,8 @@ fn an_mrc_naming_a_ca_secret_no_secret_can_be_is_an_error_and_signs_nothing() {
     let mut sim = sim();
     set_role(&mut sim, "mrc-a", Some("active")).unwrap();
     let before = leaves(&sim);
-    let mut bad = sim.get("MeshRootCertificate", NS, "mrc-a").unwrap().clone();
-    bad["metadata"] = json!({"name": "mrc-b", "namespace": NS});
-    bad["spec"]["role"] = json!("inactive");
+    let mut bad = new_mrc("mrc-b");
     bad["spec"]["provider"]["tresor"]["ca"]["secretRef"]["name"] = json!("OSM_CA");
-    bad.as_object_mut().unwrap().remove("status");
     // §6 asks only for a name that is not empty.
     sim.apply(&bad.to_string()).unwrap();
     sim.run_until_quiet();
@@ -611,12 +611,11 @@ fn removing_metahooks_keeps_the_certificates_the_mesh_uses() {
 
 /// Creates an MRC that writes SPIFFE IDs into the leaves it signs, with `trust_domain`.
 fn create_spiffe_mrc(sim: &mut Sim, name: &str, role: &str, trust_domain: &str) {
-    sim.apply(&json!({"apiVersion": "config.openservicemesh.io/v1alpha2", "kind": "MeshRootCertificate",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"role": role, "trustDomain": trust_domain, "spiffeEnabled": true,
-                 "provider": {"tresor": {"ca": {"secretRef": {"name": format!("{name}-ca"), "namespace": NS}}}}}})
-    .to_string())
-    .unwrap();
+    let mut m = new_mrc(name);
+    m["spec"]["role"] = json!(role);
+    m["spec"]["trustDomain"] = json!(trust_domain);
+    m["spec"]["spiffeEnabled"] = json!(true);
+    sim.apply(&m.to_string()).unwrap();
     sim.run_until_quiet();
 }
 

@@ -177,6 +177,11 @@ pub fn is_dns_name(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns1123_label)
 }
 
+/// A DNS name a certificate can hold: a DNS name, optionally after a leading `*.` (a wildcard).
+pub fn is_certificate_dns_name(s: &str) -> bool {
+    is_dns_name(s.strip_prefix("*.").unwrap_or(s))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

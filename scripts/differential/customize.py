@@ -3,10 +3,10 @@ specs, compared with the server on random parents: the rules depend only on the 
 namespace and, for an MRC, on its Tresor CA Secret's name."""
 import random
 
+from app_discovery import K as KEPTN
 from common import TALLY, call
 from mesh_root_certificate import provider_of, random_spec
 
-KEPTN = "lifecycle.keptn.sh/v1"
 MRC = "config.openservicemesh.io/v1alpha2"
 MANAGER = "metahooks.dev/v1alpha1"
 

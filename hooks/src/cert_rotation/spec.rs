@@ -4,7 +4,7 @@ use crate::json::Json;
 use crate::mesh_root_certificate::model::{
     parse_validity, BadValidity, DEFAULT_VALIDITY, MAX_VALIDITY,
 };
-use crate::meta::{is_dns1123_subdomain, is_dns_name};
+use crate::meta::{is_certificate_dns_name, is_dns1123_subdomain};
 use foldhash::{HashSet, HashSetExt};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -24,11 +24,6 @@ pub struct Certificate {
     pub common_name: String,
     pub dns_names: Vec<String>,
     pub validity: Duration,
-}
-
-/// A DNS name in a certificate, optionally with a leading `*.`.
-fn is_certificate_dns_name(s: &str) -> bool {
-    is_dns_name(s.strip_prefix("*.").unwrap_or(s))
 }
 
 /// Validates the spec; the error names the first field in the way.

@@ -488,12 +488,10 @@ fn spiffe_ids_writable(signing: &Mrc, spec: &ManagerSpec) -> Result<(), Frozen> 
 /// (an empty one is not a host a URI parser takes), at most 255 characters.
 fn is_spiffe_trust_domain(domain: &str) -> bool {
     domain.len() <= 255
-        && domain.split('.').all(|part| {
-            !part.is_empty()
-                && part
-                    .bytes()
-                    .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_'))
-        })
+        && dot_parts_made_of(
+            domain,
+            |b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_'),
+        )
 }
 
 /// The path of a leaf's SPIFFE ID: `commonName` without a trailing `.<trust domain>` (§3.4),
@@ -508,12 +506,15 @@ fn spiffe_path<'c>(domain: &str, common_name: &'c str) -> &'c str {
 /// Whether a path's parts between dots are SPIFFE path segments: not empty, and of letters,
 /// digits, `-` and `_` (a dot in a segment cannot arise: dots become slashes).
 fn is_spiffe_path(path: &str) -> bool {
-    path.split('.').all(|part| {
-        !part.is_empty()
-            && part
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+    dot_parts_made_of(path, |b| {
+        b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_')
     })
+}
+
+/// Whether every part of `s` between dots is non-empty and made of bytes `allowed` takes.
+fn dot_parts_made_of(s: &str, allowed: impl Fn(u8) -> bool) -> bool {
+    s.split('.')
+        .all(|part| !part.is_empty() && part.bytes().all(&allowed))
 }
 
 /// `spiffe://<trust domain>/<path>` when the signing MRC has SPIFFE enabled (§3.4).
