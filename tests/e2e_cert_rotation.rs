@@ -812,3 +812,80 @@ fn workloads_a_step_apart_complete_mutual_tls_through_the_rotation_and_its_rollb
     );
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
+
+/// The signature algorithm of a mounted leaf certificate, as an OID.
+fn signature_algorithm(mounted: &Mounted) -> String {
+    let pem = Pem::iter_from_buffer(&mounted.tls_crt)
+        .next()
+        .unwrap()
+        .unwrap();
+    let (_, cert) = x509_parser::parse_x509_certificate(&pem.contents).unwrap();
+    cert.signature_algorithm.algorithm.to_id_string()
+}
+
+/// A rotation between two CAs of the user's own (cert-rotation.md §2: OSM's CA Secrets hold
+/// RSA keys), made with OpenSSL (hooks/testdata): from an RSA 2048 CA to a P-384 one. The
+/// leaves are signed with RSA-SHA256, then ECDSA-SHA384, and workloads a step apart complete
+/// mutual TLS at every step; the user's Secrets are read, never written.
+#[test]
+fn a_rotation_from_a_users_rsa_ca_to_a_users_p384_ca_keeps_mutual_tls() {
+    let mut sim = sim();
+    // The CAs begin on 2026-11-30T19:07:34Z: the clock moves on to 2026-12-01T12:00:00Z.
+    sim.advance(183 * 86_400);
+    let cas = [
+        (
+            "mrc-a-ca",
+            include_str!("../hooks/testdata/rsa2048-ca.crt"),
+            include_str!("../hooks/testdata/rsa2048-ca.key"),
+        ),
+        (
+            "mrc-b-ca",
+            include_str!("../hooks/testdata/p384-ca.crt"),
+            include_str!("../hooks/testdata/p384-ca.key"),
+        ),
+    ];
+    for (name, crt, key) in cas {
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        sim.apply(
+            &json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                "metadata": {"name": name, "namespace": NS},
+                "data": {"ca.crt": b64(crt), "private.key": b64(key)}})
+            .to_string(),
+        )
+        .unwrap();
+    }
+    let users =
+        |sim: &Sim| cas.map(|(name, ..)| sim.get("Secret", NS, name).unwrap()["data"].clone());
+    let given = users(&sim);
+    let steps = walk(
+        &mut sim,
+        &[
+            ("mrc-a", "active"),
+            ("mrc-b", "inactive"),
+            ("mrc-b", "passive"),
+            ("mrc-b", "active"),
+            ("mrc-a", "passive"),
+            ("mrc-a", "inactive"),
+        ],
+    );
+    for (i, step) in steps.iter().enumerate() {
+        let before = &steps[i.saturating_sub(1)];
+        assert_eq!(
+            refused(&sim, before, step),
+            Vec::<String>::new(),
+            "edit {i}"
+        );
+        assert_eq!(refused(&sim, step, step), Vec::<String>::new(), "edit {i}");
+    }
+    assert_eq!(issuers(&sim), ("mrc-b".into(), "mrc-b".into()));
+    let algorithms = |i: usize| {
+        steps[i]
+            .iter()
+            .map(|(_, m)| signature_algorithm(m))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(algorithms(0), ["1.2.840.113549.1.1.11"; 2], "RSA-SHA256");
+    assert_eq!(algorithms(5), ["1.2.840.10045.4.3.3"; 2], "ECDSA-SHA384");
+    assert_eq!(users(&sim), given, "never written");
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
