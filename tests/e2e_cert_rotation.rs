@@ -886,6 +886,17 @@ fn a_rotation_from_a_users_rsa_ca_to_a_users_p384_ca_keeps_mutual_tls() {
     };
     assert_eq!(algorithms(0), ["1.2.840.113549.1.1.11"; 2], "RSA-SHA256");
     assert_eq!(algorithms(5), ["1.2.840.10045.4.3.3"; 2], "ECDSA-SHA384");
+    assert_eq!(
+        (state(&sim, "mrc-a"), state(&sim, "mrc-b")),
+        ("validatingRollback".into(), "active".into())
+    );
+    for mrc in ["mrc-a", "mrc-b"] {
+        let accepted = &sim.get("MeshRootCertificate", NS, mrc).unwrap()["status"]["conditions"][0];
+        assert_eq!(
+            (&accepted["type"], &accepted["reason"]),
+            (&json!("Accepted"), &json!("CAReady"))
+        );
+    }
     assert_eq!(users(&sim), given, "never written");
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
