@@ -751,6 +751,34 @@ fn refused(sim: &Sim, a: &[(String, Mounted)], b: &[(String, Mounted)]) -> Vec<S
     failed
 }
 
+/// Asserts that after each step of `steps` (what the workloads mount, as [`walk`] returns it)
+/// workloads holding its leaves complete mutual TLS with each other and with those that still
+/// hold the leaves of the step before.
+fn assert_each_step_talks_to_the_one_before(sim: &Sim, steps: &[Vec<(String, Mounted)>]) {
+    for (i, step) in steps.iter().enumerate() {
+        let before = &steps[i.saturating_sub(1)];
+        assert_eq!(refused(sim, before, step), Vec::<String>::new(), "step {i}");
+        assert_eq!(refused(sim, step, step), Vec::<String>::new(), "step {i}");
+    }
+}
+
+/// The role edits of cert-rotation.md §5, steps 0 to 5 (O = mrc-a, N = mrc-b).
+const WALK: [(&str, &str); 6] = [
+    ("mrc-a", "active"),
+    ("mrc-b", "inactive"),
+    ("mrc-b", "passive"),
+    ("mrc-b", "active"),
+    ("mrc-a", "passive"),
+    ("mrc-a", "inactive"),
+];
+
+/// §5's rollback from step 4, back to O alone.
+const BACK_FROM_STEP_4: [(&str, &str); 3] = [
+    ("mrc-a", "active"),
+    ("mrc-b", "passive"),
+    ("mrc-b", "inactive"),
+];
+
 /// The rotation's promise (cert-rotation.md §5): workloads that reloaded their leaf Secrets
 /// after an edit and workloads that still hold them from before it complete mutual TLS, both
 /// ways, at every step of the walk, of a rollback from step 4 and of the walk again. Checked
@@ -761,34 +789,10 @@ fn refused(sim: &Sim, a: &[(String, Mounted)], b: &[(String, Mounted)]) -> Vec<S
 #[test]
 fn workloads_a_step_apart_complete_mutual_tls_through_the_rotation_and_its_rollback() {
     let mut sim = sim();
-    let steps = walk(
-        &mut sim,
-        &[
-            ("mrc-a", "active"),
-            ("mrc-b", "inactive"),
-            ("mrc-b", "passive"),
-            ("mrc-b", "active"),
-            ("mrc-a", "passive"),
-            // Rollback from step 4, then the walk again.
-            ("mrc-a", "active"),
-            ("mrc-b", "passive"),
-            ("mrc-b", "inactive"),
-            ("mrc-b", "passive"),
-            ("mrc-b", "active"),
-            ("mrc-a", "passive"),
-            ("mrc-a", "inactive"),
-        ],
-    );
+    let edits = [&WALK[..5], &BACK_FROM_STEP_4, &WALK[2..]].concat();
+    let steps = walk(&mut sim, &edits);
     assert_eq!(issuers(&sim), ("mrc-b".into(), "mrc-b".into()));
-    for (i, step) in steps.iter().enumerate() {
-        let before = &steps[i.saturating_sub(1)];
-        assert_eq!(
-            refused(&sim, before, step),
-            Vec::<String>::new(),
-            "edit {i}"
-        );
-        assert_eq!(refused(&sim, step, step), Vec::<String>::new(), "edit {i}");
-    }
+    assert_each_step_talks_to_the_one_before(&sim, &steps);
     let (step3, step5) = (&steps[9], &steps[11]);
     let failed = refused(&sim, step3, step5);
     assert_eq!(failed.len(), 8, "{failed:?}");
@@ -857,26 +861,8 @@ fn a_rotation_from_a_users_rsa_ca_to_a_users_p384_ca_keeps_mutual_tls() {
     let users =
         |sim: &Sim| cas.map(|(name, ..)| sim.get("Secret", NS, name).unwrap()["data"].clone());
     let given = users(&sim);
-    let steps = walk(
-        &mut sim,
-        &[
-            ("mrc-a", "active"),
-            ("mrc-b", "inactive"),
-            ("mrc-b", "passive"),
-            ("mrc-b", "active"),
-            ("mrc-a", "passive"),
-            ("mrc-a", "inactive"),
-        ],
-    );
-    for (i, step) in steps.iter().enumerate() {
-        let before = &steps[i.saturating_sub(1)];
-        assert_eq!(
-            refused(&sim, before, step),
-            Vec::<String>::new(),
-            "edit {i}"
-        );
-        assert_eq!(refused(&sim, step, step), Vec::<String>::new(), "edit {i}");
-    }
+    let steps = walk(&mut sim, &WALK);
+    assert_each_step_talks_to_the_one_before(&sim, &steps);
     assert_eq!(issuers(&sim), ("mrc-b".into(), "mrc-b".into()));
     let algorithms = |i: usize| {
         steps[i]
