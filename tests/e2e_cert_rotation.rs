@@ -827,6 +827,18 @@ fn signature_algorithm(mounted: &Mounted) -> String {
     cert.signature_algorithm.algorithm.to_id_string()
 }
 
+/// Creates a CA Secret of the user's own, `name`, with `ca.crt` and `private.key` (PEM).
+fn create_users_ca(sim: &mut Sim, name: &str, crt: &str, key: &str) {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    sim.apply(
+        &json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": name, "namespace": NS},
+            "data": {"ca.crt": b64(crt), "private.key": b64(key)}})
+        .to_string(),
+    )
+    .unwrap();
+}
+
 /// A rotation between two CAs of the user's own (cert-rotation.md §2: OSM's CA Secrets hold
 /// RSA keys), made with OpenSSL (hooks/testdata): from an RSA 2048 CA to a P-384 one. The
 /// leaves are signed with RSA-SHA256, then ECDSA-SHA384, and workloads a step apart complete
@@ -849,14 +861,7 @@ fn a_rotation_from_a_users_rsa_ca_to_a_users_p384_ca_keeps_mutual_tls() {
         ),
     ];
     for (name, crt, key) in cas {
-        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-        sim.apply(
-            &json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                "metadata": {"name": name, "namespace": NS},
-                "data": {"ca.crt": b64(crt), "private.key": b64(key)}})
-            .to_string(),
-        )
-        .unwrap();
+        create_users_ca(&mut sim, name, crt, key);
     }
     let users =
         |sim: &Sim| cas.map(|(name, ..)| sim.get("Secret", NS, name).unwrap()["data"].clone());
@@ -884,5 +889,39 @@ fn a_rotation_from_a_users_rsa_ca_to_a_users_p384_ca_keeps_mutual_tls() {
         );
     }
     assert_eq!(users(&sim), given, "never written");
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
+/// A CA of the user's own whose subject repeats attribute types and has an RDN of two
+/// attributes (`DC=com, DC=example, O=Example + OU=Platform, OU=Mesh, CN=osm-ca`, as
+/// enterprise CAs are named; hooks/testdata/README.md): its leaves name it as their issuer byte
+/// for byte, so that peers chain them to it, and are kept from one sync to the next. Before the
+/// sixty-second round the manager froze on it (`CAUnavailable`, "signing failed"); a subject
+/// with repeated types alone got leaves naming one `DC` of the two, re-issued at every sync.
+#[test]
+fn a_users_ca_whose_subject_repeats_attributes_signs_leaves_its_peers_chain() {
+    let mut sim = sim();
+    create_users_ca(
+        &mut sim,
+        "mrc-a-ca",
+        include_str!("../hooks/testdata/dn-ca.crt"),
+        include_str!("../hooks/testdata/dn-ca.key"),
+    );
+    let steps = walk(&mut sim, &WALK[..1]);
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-a".into()));
+    assert_each_step_talks_to_the_one_before(&sim, &steps);
+    let issued = leaves(&sim);
+    // The manager edited (a label), so that it syncs again.
+    let mut manager = sim.get("CertificateManager", NS, "mesh").unwrap().clone();
+    manager["metadata"]["labels"] = json!({"team": "mesh"});
+    let syncs = |sim: &Sim| {
+        let calls = sim.calls.iter();
+        calls.filter(|c| c.path == "/cert-rotation/sync").count()
+    };
+    let before = syncs(&sim);
+    sim.apply(&manager.to_string()).unwrap();
+    sim.run_until_quiet();
+    assert!(syncs(&sim) > before);
+    assert_eq!(leaves(&sim), issued, "kept");
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }

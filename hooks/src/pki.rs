@@ -7,7 +7,8 @@ use crate::memo::{made_from, Kept, Recent};
 use foldhash::HashMap;
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
+    Issuer, KeyIdMethod, KeyPair, KeyUsagePurpose, PublicKeyData, SanType, SerialNumber,
+    SigningKey,
 };
 use ring::hmac;
 use ring::rand::SecureRandom;
@@ -21,7 +22,7 @@ use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::pem::Pem;
 use x509_parser::prelude::FromDer;
-use x509_parser::x509::{SubjectPublicKeyInfo, X509Name};
+use x509_parser::x509::SubjectPublicKeyInfo;
 use zeroize::Zeroizing;
 
 /// Why a CA (or a leaf) cannot be used. Displayed texts name keys, never contents.
@@ -39,8 +40,6 @@ pub enum PkiError {
     BadKey(&'static str),
     #[error("{0} does not match the certificate")]
     KeyMismatch(&'static str),
-    #[error("{0} has a subject name that cannot be written as a leaf's issuer")]
-    UnwritableSubject(&'static str),
     #[error("the certificate would end after the year 9999")]
     EndOutOfRange,
     #[error("signing failed")]
@@ -79,14 +78,65 @@ pub struct Ca {
     pub not_after: OffsetDateTime,
 }
 
-/// What a CA signs leaves with.
+/// What a CA signs leaves with. rcgen writes a leaf's fields with an empty issuer name and no
+/// signature ([`Draft`]); [`Signer::sign`] puts in the CA certificate's subject, its very bytes,
+/// and signs. rcgen would write the issuer name from its own reading of the subject, which keeps
+/// one value of each attribute type (`DC=example` of `DC=example,DC=com`) and refuses an RDN of
+/// several attributes: a leaf whose issuer name is not its CA's subject chains to no CA (nor is
+/// it kept, §3.3).
 struct Signer {
-    /// rcgen's issuer: the subject, key identifier and key usages it read from the certificate,
-    /// with the private key.
-    issuer: Issuer<'static, KeyPair>,
+    /// rcgen's issuer for the draft: the CA's key identifier, and its key's algorithm.
+    draft: Issuer<'static, Draft>,
+    /// The CA's private key.
+    key: KeyPair,
     /// Whether the certificate has a subject key identifier, which leaves then name as their
     /// authority key identifier.
     names_key_identifier: bool,
+}
+
+/// The CA's key as rcgen sees it while it writes a draft: its public key and algorithm, and an
+/// empty signature, which [`Signer::sign`] replaces.
+struct Draft {
+    public: Vec<u8>,
+    algorithm: &'static rcgen::SignatureAlgorithm,
+}
+
+impl PublicKeyData for Draft {
+    fn der_bytes(&self) -> &[u8] {
+        &self.public
+    }
+
+    fn algorithm(&self) -> &'static rcgen::SignatureAlgorithm {
+        self.algorithm
+    }
+}
+
+impl SigningKey for Draft {
+    fn sign(&self, _: &[u8]) -> Result<Vec<u8>, rcgen::Error> {
+        Ok(Vec::new())
+    }
+}
+
+impl Signer {
+    /// The certificate `draft` (rcgen's DER) with `issuer` (a Name's DER) as its issuer name,
+    /// signed with the CA's key.
+    fn sign(&self, draft: &[u8], issuer: &[u8]) -> Option<Vec<u8>> {
+        let (_, certificate, _) = der_element(draft)?;
+        let (tbs, rest) = der_whole_element(certificate)?;
+        let (algorithm, _) = der_whole_element(rest)?;
+        let (_, fields, _) = der_element(tbs)?;
+        let (version, rest) = der_whole_element(fields)?;
+        let (serial, rest) = der_whole_element(rest)?;
+        let (signature_algorithm, rest) = der_whole_element(rest)?;
+        let (_, after_issuer) = der_whole_element(rest)?;
+        let tbs = der_of(
+            SEQUENCE,
+            &[version, serial, signature_algorithm, issuer, after_issuer].concat(),
+        );
+        let signature = self.key.sign(&tbs).ok()?;
+        let bits = der_of(BIT_STRING, &[&[0][..], &signature].concat());
+        Some(der_of(SEQUENCE, &[&tbs[..], algorithm, &bits].concat()))
+    }
 }
 
 /// What the certificate work remembers between requests, shared by every request of a server:
@@ -423,21 +473,28 @@ impl Ca {
     fn signer(&self) -> Result<&Signer, PkiError> {
         let made = self.signer.get_or_init(|| {
             let cert = parse(&self.der).ok_or(PkiError::Signing)?;
-            if !writable_as_issuer(cert.subject()) {
-                return Err(PkiError::UnwritableSubject("ca.crt"));
-            }
-            let names_key_identifier = cert.extensions().iter().any(|e| {
-                matches!(
-                    e.parsed_extension(),
-                    ParsedExtension::SubjectKeyIdentifier(_)
-                )
-            });
+            let key_identifier =
+                cert.extensions()
+                    .iter()
+                    .find_map(|e| match e.parsed_extension() {
+                        ParsedExtension::SubjectKeyIdentifier(id) => Some(id.0.to_vec()),
+                        _ => None,
+                    });
             let key =
                 KeyPair::try_from(self.key_pkcs8.as_slice()).map_err(|_| PkiError::Signing)?;
-            let issuer = Issuer::from_ca_cert_der(&self.der.as_slice().into(), key)
-                .map_err(|_| PkiError::Signing)?;
+            let mut params = CertificateParams::default();
+            params.distinguished_name = DistinguishedName::new();
+            let names_key_identifier = key_identifier.is_some();
+            if let Some(id) = key_identifier {
+                params.key_identifier_method = KeyIdMethod::PreSpecified(id);
+            }
+            let draft = Draft {
+                public: key.public_key_raw().to_vec(),
+                algorithm: key.algorithm(),
+            };
             Ok(Signer {
-                issuer,
+                draft: Issuer::new(params, draft),
+                key,
                 names_key_identifier,
             })
         });
@@ -480,14 +537,17 @@ impl Ca {
         params.is_ca = IsCa::ExplicitNoCa;
         let signer = self.signer()?;
         params.use_authority_key_identifier_extension = signer.names_key_identifier;
-        let cert = params
-            .signed_by(&key, &signer.issuer)
+        let draft = params
+            .signed_by(&key, &signer.draft)
             .map_err(|_| PkiError::Signing)?;
+        let der = signer
+            .sign(draft.der(), &self.subject)
+            .ok_or(PkiError::Signing)?;
         Ok(IssuedLeaf {
-            cert_pem: cert.pem(),
+            cert_pem: pem_text("CERTIFICATE", &der),
             key_pem: key.pem(),
             seal: self
-                .seal(cert.der(), key.pkcs8.as_ref())
+                .seal(&der, key.pkcs8.as_ref())
                 .ok_or(PkiError::Signing)?,
         })
     }
@@ -628,6 +688,12 @@ impl Ca {
     }
 }
 
+/// DER tags read and written here.
+const SEQUENCE: u8 = 0x30;
+const INTEGER: u8 = 0x02;
+const OCTET_STRING: u8 = 0x04;
+const BIT_STRING: u8 = 0x03;
+
 /// One DER element: (tag, content, rest). Definite lengths only, as DER requires.
 fn der_element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     let (&tag, rest) = input.split_first()?;
@@ -647,12 +713,40 @@ fn der_element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     (rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
 }
 
+/// One DER element as a whole (tag, length and content), and the rest.
+fn der_whole_element(input: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (_, _, rest) = der_element(input)?;
+    Some(input.split_at(input.len() - rest.len()))
+}
+
+/// The DER element of `tag` holding `content`.
+fn der_of(tag: u8, content: &[u8]) -> Vec<u8> {
+    let len = content.len();
+    let mut der = Vec::with_capacity(len + 6);
+    der.push(tag);
+    if len < 0x80 {
+        der.push(len as u8);
+    } else {
+        let octets = len.to_be_bytes();
+        let skip = octets.iter().take_while(|&&b| b == 0).count();
+        der.push(0x80 | (octets.len() - skip) as u8);
+        der.extend_from_slice(&octets[skip..]);
+    }
+    der.extend_from_slice(content);
+    der
+}
+
+/// A PEM block labelled `label` around `der`: lines of 64 characters, LF line ends.
+fn pem_text(label: &str, der: &[u8]) -> String {
+    let block = pem::Pem::new(label, der);
+    pem::encode_config(
+        &block,
+        pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF),
+    )
+}
+
 /// The public key an EC PKCS#8 private key carries (`ECPrivateKey.publicKey`), if any.
 fn embedded_ec_public_key(pkcs8: &[u8]) -> Option<&[u8]> {
-    const SEQUENCE: u8 = 0x30;
-    const INTEGER: u8 = 0x02;
-    const OCTET_STRING: u8 = 0x04;
-    const BIT_STRING: u8 = 0x03;
     const EC_PUBLIC_KEY_OID: &[u8] = &[0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
     let (SEQUENCE, info, _) = der_element(pkcs8)? else {
         return None;
@@ -684,21 +778,6 @@ fn embedded_ec_public_key(pkcs8: &[u8]) -> Option<&[u8]> {
         fields = rest;
     }
     None
-}
-
-/// Whether rcgen can write `name` (a CA's subject) as the issuer of a leaf. rcgen writes it again
-/// from x509-parser's reading, and its DER writer panics instead of failing on an attribute type
-/// whose first two arcs it cannot encode. x509-parser reads the first byte of an attribute type
-/// as those two arcs (`byte / 40`, `byte % 40`), so a crafted subject gives a first arc above 2.
-fn writable_as_issuer(name: &X509Name) -> bool {
-    name.iter().flat_map(|rdn| rdn.iter()).all(|attribute| {
-        attribute.attr_type().iter().is_some_and(|mut arcs| {
-            matches!((arcs.next(), arcs.next()),
-                (Some(first), Some(second)) if first <= 2
-                    && (first == 2 || second < 40)
-                    && second < u64::MAX - 80)
-        })
-    })
 }
 
 /// How long a CA made by [`generate_ca`] is valid: 87600 h, ten years.
@@ -776,11 +855,7 @@ struct NewKey {
 impl NewKey {
     /// The PKCS#8 `PRIVATE KEY` PEM, with LF line ends as rcgen writes them.
     fn pem(&self) -> String {
-        let block = pem::Pem::new("PRIVATE KEY", self.pkcs8.as_ref());
-        pem::encode_config(
-            &block,
-            pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF),
-        )
+        pem_text("PRIVATE KEY", self.pkcs8.as_ref())
     }
 
     /// The key as one that signs, for a CA.
@@ -920,12 +995,42 @@ mod tests {
         }
     }
 
+    /// A leaf's issuer name is its CA's subject, byte for byte, whatever the subject holds: here
+    /// two `DC`, an RDN of two attributes and two `OU` (testdata/README.md). rcgen, which wrote
+    /// the issuer from its own reading of the subject, kept one `DC` and one `OU` (or failed on
+    /// the RDN): the leaf chained to no CA, and §3.3 re-issued it at every sync.
+    #[test]
+    fn the_leaf_issuer_is_the_ca_subject_byte_for_byte() {
+        let crt = include_str!("../testdata/dn-ca.crt");
+        let key = include_str!("../testdata/dn-ca.key");
+        let ca = Ca::from_secret(Some(crt.as_bytes()), Some(key.as_bytes()), NOW).unwrap();
+        let leaf = ca
+            .issue(&plain_leaf(Duration::hours(24)), NOW, &rng())
+            .unwrap();
+        let der = first_certificate(leaf.cert_pem.as_bytes()).unwrap();
+        let cert = parse(&der).unwrap();
+        assert_eq!(cert.issuer().as_raw(), ca.subject.as_slice());
+        assert_eq!(
+            cert.issuer().to_string(),
+            "DC=com, DC=example, O=Example + OU=Platform, OU=Mesh, CN=osm-ca"
+        );
+        let facts = ca
+            .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes(), None)
+            .unwrap();
+        assert!(facts.signed_by_ca, "verified, and kept at the next sync");
+        assert_eq!(
+            first_certificate(leaf.cert_pem.as_bytes()).map(|d| pem_text("CERTIFICATE", &d)),
+            Some(leaf.cert_pem.clone()),
+            "PEM of 64-character lines, LF"
+        );
+    }
+
     /// Found by the fuzzer: a CA whose subject has an attribute type that x509-parser reads
     /// with a first arc above 2 (here the O attribute's `55 04 0a`, 2.5.4.10, patched to
-    /// `95 04 0a`) made rcgen panic while it wrote the leaf's issuer. Issuing now fails with
-    /// an error naming the CA certificate.
+    /// `95 04 0a`) made rcgen panic while it wrote the leaf's issuer. The subject is copied as it
+    /// is now, and the leaf issued.
     #[test]
-    fn a_subject_rcgen_cannot_write_fails_issuing_without_a_panic() {
+    fn a_subject_x509_parser_misreads_is_copied_into_the_leaf() {
         let pair = generate_ca("mrc-a", "td", NOW, &rng()).unwrap();
         let mut der = first_certificate(pair.cert_pem.as_bytes()).unwrap();
         let organization = [0x06, 0x03, 0x55, 0x04, 0x0a];
@@ -945,15 +1050,15 @@ mod tests {
         }
         let pem = pem_of(&der);
         let ca = Ca::from_secret(Some(pem.as_bytes()), Some(pair.key_pem.as_bytes()), NOW).unwrap();
-        let want = plain_leaf(Duration::hours(1));
+        let leaf = ca
+            .issue(&plain_leaf(Duration::hours(1)), NOW, &rng())
+            .unwrap();
+        let leaf_der = first_certificate(leaf.cert_pem.as_bytes()).unwrap();
         assert_eq!(
-            ca.issue(&want, NOW, &rng()),
-            Err(PkiError::UnwritableSubject("ca.crt"))
+            parse(&leaf_der).unwrap().issuer().as_raw(),
+            ca.subject.as_slice()
         );
-        assert_eq!(
-            PkiError::UnwritableSubject("ca.crt").to_string(),
-            "ca.crt has a subject name that cannot be written as a leaf's issuer"
-        );
+        assert!(leaf_der.windows(3).any(|w| w == [0x06, 0x03, 0x95]));
     }
 
     /// A leaf or a CA whose end would fall after the year 9999 is an error, not a panic.
