@@ -8,14 +8,25 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-USABLE = ("p256-a", "p256-b", "p256-c", "rsa", "p384")
+USABLE = ("p256-a", "p256-b", "p256-c", "rsa", "p384", "p256-dn")
 UNUSABLE = ("expired", "not-a-ca", "other-key", "no-key")
 
 
-def _secret_data(cn, key=None, ca=True, expired=False, other_key=False):
+# A subject as enterprise CAs have: attribute types repeated, an RDN of two attributes.
+ENTERPRISE = [
+    x509.RelativeDistinguishedName([x509.NameAttribute(NameOID.DOMAIN_COMPONENT, "com")]),
+    x509.RelativeDistinguishedName([x509.NameAttribute(NameOID.DOMAIN_COMPONENT, "example")]),
+    x509.RelativeDistinguishedName([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Example"),
+                                    x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, "Mesh")]),
+    x509.RelativeDistinguishedName([x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, "Eu")]),
+]
+
+
+def _secret_data(cn, key=None, ca=True, expired=False, other_key=False, rdns=()):
     now = dt.datetime.now(dt.timezone.utc)
     key = key or ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    name = x509.Name([*rdns, x509.RelativeDistinguishedName(
+        [x509.NameAttribute(NameOID.COMMON_NAME, cn)])])
     builder = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
                .public_key(key.public_key()).serial_number(x509.random_serial_number())
                .not_valid_before(now - dt.timedelta(days=30))
@@ -37,6 +48,7 @@ def make_pool():
     pool = {kind: _secret_data(f"ca-{kind}") for kind in ("p256-a", "p256-b", "p256-c")}
     pool["rsa"] = _secret_data("ca-rsa", key=rsa.generate_private_key(65537, 2048))
     pool["p384"] = _secret_data("ca-p384", key=ec.generate_private_key(ec.SECP384R1()))
+    pool["p256-dn"] = _secret_data("ca-dn", rdns=ENTERPRISE)
     pool["expired"] = _secret_data("ca-expired", expired=True)
     pool["not-a-ca"] = _secret_data("not-a-ca", ca=False)
     pool["other-key"] = _secret_data("ca-other-key", other_key=True)

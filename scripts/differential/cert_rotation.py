@@ -305,6 +305,8 @@ def issued_problems(child, cert, want, name):
         and usage.key_encipherment and not usage.key_cert_sign,
         "serverAuth and clientAuth": set(ext.get(x509.oid.ExtensionOID.EXTENDED_KEY_USAGE, []))
         == {x509.oid.ExtendedKeyUsageOID.SERVER_AUTH, x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH},
+        "S's subject, byte for byte, as its issuer": cert.issuer.public_bytes()
+        == want["ca"].subject.public_bytes(),
         "S's key identifier": ext[x509.oid.ExtensionOID.AUTHORITY_KEY_IDENTIFIER].key_identifier
         == want["ca"].extensions.get_extension_for_class(
             x509.SubjectKeyIdentifier).value.digest,
