@@ -94,16 +94,16 @@ struct Signer {
     names_key_identifier: bool,
 }
 
-/// The CA's key as rcgen sees it while it writes a draft: its public key and algorithm, and an
-/// empty signature, which [`Signer::sign`] replaces.
+/// The CA's key as rcgen sees it while it writes a draft: the algorithm it signs with, no public
+/// key (rcgen reads one only to work out a key identifier, and the CA's is given, or none is
+/// written) and an empty signature, which [`Signer::sign`] replaces.
 struct Draft {
-    public: Vec<u8>,
     algorithm: &'static rcgen::SignatureAlgorithm,
 }
 
 impl PublicKeyData for Draft {
     fn der_bytes(&self) -> &[u8] {
-        &self.public
+        &[]
     }
 
     fn algorithm(&self) -> &'static rcgen::SignatureAlgorithm {
@@ -489,7 +489,6 @@ impl Ca {
                 params.key_identifier_method = KeyIdMethod::PreSpecified(id);
             }
             let draft = Draft {
-                public: key.public_key_raw().to_vec(),
                 algorithm: key.algorithm(),
             };
             Ok(Signer {
@@ -729,7 +728,7 @@ fn der_of(tag: u8, content: &[u8]) -> Vec<u8> {
     } else {
         let octets = len.to_be_bytes();
         let skip = octets.iter().take_while(|&&b| b == 0).count();
-        der.push(0x80 | (octets.len() - skip) as u8);
+        der.push(0x80 + (octets.len() - skip) as u8);
         der.extend_from_slice(&octets[skip..]);
     }
     der.extend_from_slice(content);
@@ -1209,6 +1208,24 @@ mod tests {
             check_expiry(NOW, NOW + Duration::seconds(1)),
             Err(PkiError::Expired("ca.crt"))
         );
+    }
+
+    /// DER lengths as written: the short form up to 127, then the fewest octets that hold it.
+    #[test]
+    fn der_of_writes_the_shortest_length() {
+        for (len, header) in [
+            (0, &[0x04, 0x00][..]),
+            (127, &[0x04, 0x7f]),
+            (128, &[0x04, 0x81, 0x80]),
+            (255, &[0x04, 0x81, 0xff]),
+            (256, &[0x04, 0x82, 0x01, 0x00]),
+            (65_536, &[0x04, 0x83, 0x01, 0x00, 0x00]),
+        ] {
+            let content = vec![7; len];
+            let der = der_of(OCTET_STRING, &content);
+            assert_eq!(&der[..header.len()], header, "{len}");
+            assert_eq!(der_element(&der), Some((OCTET_STRING, &content[..], &b""[..])));
+        }
     }
 
     /// DER lengths: short and long forms; indefinite, over four bytes or cut short is refused.
