@@ -32,6 +32,8 @@ pub enum PkiError {
     Missing(&'static str),
     #[error("{0} holds no parsable CERTIFICATE")]
     BadCertificate(&'static str),
+    #[error("{0} holds a private key, which the trust bundle would publish")]
+    KeyInCertificate(&'static str),
     #[error("{0} is not a CA certificate")]
     NotCa(&'static str),
     #[error("{0} has expired")]
@@ -428,6 +430,10 @@ fn private_key(bytes: &[u8], name: &'static str) -> Result<KeyPair, PkiError> {
     KeyPair::try_from(block.contents.as_slice()).map_err(|_| PkiError::BadKey(name))
 }
 
+/// How the BEGIN and END lines of a private key's PEM end, whatever the key's type (`PRIVATE
+/// KEY`, `EC PRIVATE KEY`, `RSA PRIVATE KEY`, `ENCRYPTED PRIVATE KEY`, ...).
+const PRIVATE_KEY_PEM_LINE_END: &[u8] = b"PRIVATE KEY-----";
+
 impl Ca {
     /// Checks a Tresor CA Secret's `ca.crt` and `private.key` (both PEM, already base64-decoded).
     pub fn from_secret(
@@ -437,6 +443,14 @@ impl Ca {
     ) -> Result<Ca, PkiError> {
         let ca_crt = ca_crt.ok_or(PkiError::Missing("ca.crt"))?;
         let key_pem = private_key_pem.ok_or(PkiError::Missing("private.key"))?;
+        // The trust bundle and every leaf's `ca.crt` carry this text as it is (§2), and hold
+        // certificates only (§8): a key in it, of any PEM label, is never published.
+        if ca_crt
+            .windows(PRIVATE_KEY_PEM_LINE_END.len())
+            .any(|w| w == PRIVATE_KEY_PEM_LINE_END)
+        {
+            return Err(PkiError::KeyInCertificate("ca.crt"));
+        }
         let der = first_certificate(ca_crt).ok_or(PkiError::BadCertificate("ca.crt"))?;
         let cert = parse(&der).ok_or(PkiError::BadCertificate("ca.crt"))?;
         if !cert.is_ca() {
@@ -1097,6 +1111,22 @@ mod tests {
             check(Some(&a.cert_pem), Some(&b.key_pem), NOW),
             PkiError::KeyMismatch("private.key")
         );
+        // A key beside the certificate, of any PEM label, even one that does not parse: the
+        // bundle would publish it.
+        let rsa_key = include_str!("../testdata/rsa2048-ca.key");
+        let rsa_crt = include_str!("../testdata/rsa2048-ca.crt");
+        for with_key in [
+            format!("{}{}", a.cert_pem, a.key_pem),
+            format!("{}{}", rsa_crt, rsa_key.replace("PRIVATE KEY", "RSA PRIVATE KEY")),
+            format!("{}-----BEGIN EC PRIVATE KEY-----\nnot base64\n", a.cert_pem),
+        ] {
+            let error = check(Some(&with_key), Some(&a.key_pem), NOW);
+            assert_eq!(error, PkiError::KeyInCertificate("ca.crt"));
+            assert_eq!(
+                error.to_string(),
+                "ca.crt holds a private key, which the trust bundle would publish"
+            );
+        }
         assert_eq!(
             check(Some(&a.cert_pem), Some("junk"), NOW),
             PkiError::BadKey("private.key")

@@ -9,7 +9,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
 USABLE = ("p256-a", "p256-b", "p256-c", "rsa", "p384", "p256-dn")
-UNUSABLE = ("expired", "not-a-ca", "other-key", "no-key")
+UNUSABLE = ("expired", "not-a-ca", "other-key", "no-key", "key-in-crt")
 
 
 # A subject as enterprise CAs have: attribute types repeated, an RDN of two attributes.
@@ -53,6 +53,9 @@ def make_pool():
     pool["not-a-ca"] = _secret_data("not-a-ca", ca=False)
     pool["other-key"] = _secret_data("ca-other-key", other_key=True)
     pool["no-key"] = {"ca.crt": pool["p256-a"]["ca.crt"]}
+    both = b"".join(base64.b64decode(pool["p256-c"][k]) for k in ("ca.crt", "private.key"))
+    pool["key-in-crt"] = {"ca.crt": base64.b64encode(both).decode(),
+                          "private.key": pool["p256-c"]["private.key"]}
     return pool
 
 
@@ -74,6 +77,9 @@ def usable(secret, now):
         return None
     crt, key = secret_value(secret, "ca.crt"), secret_value(secret, "private.key")
     if crt is None or key is None:
+        return None
+    # §8: the trust bundle, which carries `ca.crt` as it is, holds certificates only.
+    if b"PRIVATE KEY-----" in crt:
         return None
     try:
         cert = x509.load_pem_x509_certificate(crt)

@@ -308,6 +308,43 @@ fn rule_3_1_messages_never_carry_key_material() {
     assert!(!text.contains(&key[..20]) && !text.contains("PRIVATE"));
 }
 
+/// §8: the trust bundle holds certificates only, though §2 takes a CA's `ca.crt` as it is. A
+/// `ca.crt` that holds the CA's key beside its certificate (one file of both, put in a Secret of
+/// the user's own) is unusable, as signer or as validator: before, the key went into the
+/// ConfigMap and into every leaf Secret's `ca.crt`.
+#[test]
+fn rule_8_a_ca_crt_holding_its_key_is_never_published() {
+    let with_key = |name: &str| {
+        let mut secret = ca_secret(name, name);
+        let data = &secret["data"];
+        let both = [data["ca.crt"].as_str().unwrap(), data["private.key"].as_str().unwrap()]
+            .map(|v| crate::pki::from_base64(v).unwrap())
+            .concat();
+        secret["data"]["ca.crt"] = json!(b64(&both));
+        secret
+    };
+    for (mrcs, secrets, named) in [
+        (vec![mrc("a", json!("active"), tresor("a-ca"))], vec![with_key("a-ca")], "a"),
+        (
+            vec![mrc("a", json!("active"), tresor("a-ca")), mrc("b", json!("passive"), tresor("b-ca"))],
+            vec![ca_secret("a-ca", "a"), with_key("b-ca")],
+            "b",
+        ),
+    ] {
+        let resp = run(&request(spec(), json!({}), &mrcs, &secrets, &[]));
+        assert_eq!(ready(&resp).1, "CAUnavailable");
+        let message = resp["status"]["conditions"][0]["message"].as_str().unwrap();
+        assert_eq!(
+            message,
+            format!(
+                "MeshRootCertificate {named}: CA Secret {named}-ca: ca.crt holds a private key, \
+                 which the trust bundle would publish"
+            )
+        );
+        assert_eq!(resp["children"], json!([]));
+    }
+}
+
 #[test]
 fn rule_3_3_unchanged_state_gives_byte_identical_children() {
     let mrcs = [mrc("a", json!("active"), tresor("a-ca"))];
