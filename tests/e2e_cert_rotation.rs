@@ -925,3 +925,42 @@ fn a_users_ca_whose_subject_repeats_attributes_signs_leaves_its_peers_chain() {
     assert_eq!(leaves(&sim), issued, "kept");
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
+
+/// A CA Secret of the user's own made from one file of the certificate and its key: `ca.crt`
+/// holds the key too. The trust bundle would publish that text as it is (cert-rotation.md §2),
+/// so the CA is refused (§8): the MRC says `CAUnusable`, the manager `CAUnavailable`, and no
+/// ConfigMap or leaf is written. Once the Secret holds the certificate alone, the leaves come,
+/// and no object the manager owns holds a key but the leaves' own.
+#[test]
+fn a_users_ca_crt_holding_its_key_is_refused_and_never_published() {
+    let mut sim = sim();
+    let (crt, key) = (
+        include_str!("../hooks/testdata/dn-ca.crt"),
+        include_str!("../hooks/testdata/dn-ca.key"),
+    );
+    create_users_ca(&mut sim, "mrc-a-ca", &format!("{crt}{key}"), key);
+    set_role(&mut sim, "mrc-a", Some("active")).unwrap();
+    let accepted = &sim.get("MeshRootCertificate", NS, "mrc-a").unwrap()["status"]["conditions"][0];
+    assert_eq!(accepted["reason"], "CAUnusable");
+    let ready = &sim.get("CertificateManager", NS, "mesh").unwrap()["status"]["conditions"][0];
+    assert_eq!(ready["reason"], "CAUnavailable");
+    assert_eq!(
+        ready["message"],
+        "MeshRootCertificate mrc-a: CA Secret mrc-a-ca: ca.crt holds a private key, which the \
+         trust bundle would publish"
+    );
+    assert!(sim.get("ConfigMap", NS, "osm-ca-bundle").is_none());
+    assert!(leaf_secrets(&sim)
+        .iter()
+        .all(|name| sim.get("Secret", NS, name).is_none()));
+
+    create_users_ca(&mut sim, "mrc-a-ca", crt, key);
+    sim.run_until_quiet();
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-a".into()));
+    let bundle = sim.get("ConfigMap", NS, "osm-ca-bundle").unwrap()["data"]["ca.crt"].clone();
+    assert_eq!(bundle, json!(crt));
+    for (_, mounted) in mounted(&sim) {
+        assert_eq!(mounted.ca_crt, crt.as_bytes());
+    }
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}

@@ -1117,7 +1117,11 @@ mod tests {
         let rsa_crt = include_str!("../testdata/rsa2048-ca.crt");
         for with_key in [
             format!("{}{}", a.cert_pem, a.key_pem),
-            format!("{}{}", rsa_crt, rsa_key.replace("PRIVATE KEY", "RSA PRIVATE KEY")),
+            format!(
+                "{}{}",
+                rsa_crt,
+                rsa_key.replace("PRIVATE KEY", "RSA PRIVATE KEY")
+            ),
             format!("{}-----BEGIN EC PRIVATE KEY-----\nnot base64\n", a.cert_pem),
         ] {
             let error = check(Some(&with_key), Some(&a.key_pem), NOW);
@@ -1254,7 +1258,10 @@ mod tests {
             let content = vec![7; len];
             let der = der_of(OCTET_STRING, &content);
             assert_eq!(&der[..header.len()], header, "{len}");
-            assert_eq!(der_element(&der), Some((OCTET_STRING, &content[..], &b""[..])));
+            assert_eq!(
+                der_element(&der),
+                Some((OCTET_STRING, &content[..], &b""[..]))
+            );
         }
     }
 

@@ -317,16 +317,26 @@ fn rule_8_a_ca_crt_holding_its_key_is_never_published() {
     let with_key = |name: &str| {
         let mut secret = ca_secret(name, name);
         let data = &secret["data"];
-        let both = [data["ca.crt"].as_str().unwrap(), data["private.key"].as_str().unwrap()]
-            .map(|v| crate::pki::from_base64(v).unwrap())
-            .concat();
+        let both = [
+            data["ca.crt"].as_str().unwrap(),
+            data["private.key"].as_str().unwrap(),
+        ]
+        .map(|v| crate::pki::from_base64(v).unwrap())
+        .concat();
         secret["data"]["ca.crt"] = json!(b64(&both));
         secret
     };
     for (mrcs, secrets, named) in [
-        (vec![mrc("a", json!("active"), tresor("a-ca"))], vec![with_key("a-ca")], "a"),
         (
-            vec![mrc("a", json!("active"), tresor("a-ca")), mrc("b", json!("passive"), tresor("b-ca"))],
+            vec![mrc("a", json!("active"), tresor("a-ca"))],
+            vec![with_key("a-ca")],
+            "a",
+        ),
+        (
+            vec![
+                mrc("a", json!("active"), tresor("a-ca")),
+                mrc("b", json!("passive"), tresor("b-ca")),
+            ],
             vec![ca_secret("a-ca", "a"), with_key("b-ca")],
             "b",
         ),
