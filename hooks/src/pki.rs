@@ -1,5 +1,6 @@
 //! All certificate work of cert-rotation, behind one small module: generate a CA, check a CA
-//! Secret, issue a leaf, inspect a leaf. rcgen builds and signs, x509-parser reads and verifies.
+//! Secret, issue a leaf, inspect a leaf. rcgen builds, rcgen's ring keys sign, x509-parser reads
+//! and verifies.
 //! Randomness for keys and serials comes from the caller (ring's random source); errors name what
 //! is wrong, never any key material.
 
@@ -1031,11 +1032,10 @@ mod tests {
             .inspect_leaf(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes(), None)
             .unwrap();
         assert!(facts.signed_by_ca, "verified, and kept at the next sync");
-        assert_eq!(
-            first_certificate(leaf.cert_pem.as_bytes()).map(|d| pem_text("CERTIFICATE", &d)),
-            Some(leaf.cert_pem.clone()),
-            "PEM of 64-character lines, LF"
-        );
+        assert!(leaf.cert_pem.starts_with("-----BEGIN CERTIFICATE-----\n"));
+        assert!(leaf.cert_pem.ends_with("-----END CERTIFICATE-----\n"));
+        assert!(leaf.cert_pem.lines().all(|line| line.len() <= 64));
+        assert!(!leaf.cert_pem.contains('\r'));
     }
 
     /// Found by the fuzzer: a CA whose subject has an attribute type that x509-parser reads
@@ -1061,7 +1061,7 @@ mod tests {
         for at in found {
             der[at + 2] = 0x95;
         }
-        let pem = pem_of(&der);
+        let pem = pem_text("CERTIFICATE", &der);
         let ca = Ca::from_secret(Some(pem.as_bytes()), Some(pair.key_pem.as_bytes()), NOW).unwrap();
         let leaf = ca
             .issue(&plain_leaf(Duration::hours(1)), NOW, &rng())
@@ -1185,7 +1185,7 @@ mod tests {
             embedded_ec_public_key(&forged),
             embedded_ec_public_key(&der)
         );
-        let forged_pem = pem_of_block("PRIVATE KEY", &forged);
+        let forged_pem = pem_text("PRIVATE KEY", &forged);
         let one_der = first_certificate(one.cert_pem.as_bytes()).unwrap();
         for written in [None, Some(one.seal.text())] {
             assert!(
@@ -1355,32 +1355,12 @@ mod tests {
         }
     }
 
-    /// A PEM `CERTIFICATE` block around `der`.
-    fn pem_of(der: &[u8]) -> String {
-        pem_of_block("CERTIFICATE", der)
-    }
-
-    /// A PEM block labelled `label` around `der`, in lines of 64 characters.
-    fn pem_of_block(label: &str, der: &[u8]) -> String {
-        use base64::Engine;
-        let text = base64::engine::general_purpose::STANDARD.encode(der);
-        let lines: Vec<&str> = text
-            .as_bytes()
-            .chunks(64)
-            .map(|c| std::str::from_utf8(c).unwrap())
-            .collect();
-        format!(
-            "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
-            lines.join("\n")
-        )
-    }
-
     /// A leaf's PEM texts with its certificate's last octet (inside the signature) changed:
     /// the DER still parses, and the signature no longer verifies.
     fn with_broken_signature(leaf: &IssuedLeaf) -> (String, Vec<u8>) {
         let mut der = first_certificate(leaf.cert_pem.as_bytes()).unwrap();
         *der.last_mut().unwrap() ^= 1;
-        (pem_of(&der), der)
+        (pem_text("CERTIFICATE", &der), der)
     }
 
     /// `ca`'s seal of a certificate and key, as written.
@@ -1529,7 +1509,7 @@ mod tests {
             .position(|w| w == b"a.ns")
             .expect("the CN is in the DER");
         der[at] = b'b';
-        let forged = b64(&pem_of(&der));
+        let forged = b64(&pem_text("CERTIFICATE", &der));
         let forged_want = LeafRequest {
             common_name: "b.ns.cluster.local",
             ..want.clone()
