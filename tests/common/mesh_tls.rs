@@ -1,7 +1,9 @@
 //! Two workloads of the mesh talking mutual TLS, in memory, with what their leaf Secrets mount:
 //! each presents its `tls.crt` and `tls.key` and checks the other's certificate against its own
-//! `ca.crt` with rustls' WebPKI verifiers, the whole path as a TLS peer checks it (chain,
-//! validity, key usages, server name), not only a signature.
+//! `ca.crt` with rustls' WebPKI verifiers, as a TLS peer checks it (the chain to a CA of
+//! `ca.crt` by name and signature, the leaf's validity and key usages, the name called), not
+//! only a signature. WebPKI reads no more of a trusted CA than its name and key: a CA's own
+//! dates and key usage are not checked here (docs/DECISIONS.md says what other stacks do).
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::ring;
@@ -16,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// What a workload mounts from its leaf Secret (each value decoded from `data`).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug)]
 pub struct Mounted {
     pub tls_crt: Vec<u8>,
     pub tls_key: Vec<u8>,
