@@ -59,6 +59,12 @@ fn state(sim: &Sim, name: &str) -> String {
         .to_owned()
 }
 
+/// The first condition in the status of the `kind` object `name` of the namespace: a manager's
+/// `Ready`, an MRC's `Accepted`.
+fn first_condition<'s>(sim: &'s Sim, kind: &str, name: &str) -> &'s serde_json::Value {
+    &sim.get(kind, NS, name).unwrap()["status"]["conditions"][0]
+}
+
 fn issuers(sim: &Sim) -> (String, String) {
     let s = &sim.get("CertificateManager", NS, "mesh").unwrap()["status"];
     (
@@ -102,18 +108,12 @@ fn cn(c: &x509_parser::certificate::X509Certificate) -> String {
 
 /// The DER of the certificate in a leaf Secret's `tls.crt`.
 fn leaf_der(sim: &Sim, name: &str) -> Vec<u8> {
-    let crt = base64::engine::general_purpose::STANDARD
-        .decode(
-            sim.get("Secret", NS, name).unwrap()["data"]["tls.crt"]
-                .as_str()
-                .unwrap(),
-        )
-        .unwrap();
-    Pem::iter_from_buffer(&crt)
-        .next()
-        .unwrap()
-        .unwrap()
-        .contents
+    first_certificate_der(&Mounted::from_secret(sim.get("Secret", NS, name).unwrap()).tls_crt)
+}
+
+/// The DER of the first PEM block of `pem`.
+fn first_certificate_der(pem: &[u8]) -> Vec<u8> {
+    Pem::iter_from_buffer(pem).next().unwrap().unwrap().contents
 }
 
 /// The CN of each CA in the trust bundle, in order, after checking that every leaf's `ca.crt`
@@ -420,7 +420,7 @@ fn an_invalid_combination_is_an_error_and_touches_no_certificate() {
     // Fixed: back to work.
     set_role(&mut sim, "mrc-c", Some("inactive")).unwrap();
     assert_eq!(
-        sim.get("CertificateManager", NS, "mesh").unwrap()["status"]["conditions"][0]["reason"],
+        first_condition(&sim, "CertificateManager", "mesh")["reason"],
         "IssuersReady"
     );
     check_trust(&sim);
@@ -485,7 +485,7 @@ fn an_mrc_naming_a_ca_secret_no_secret_can_be_is_an_error_and_signs_nothing() {
     assert_eq!(row[4..], sim::row(&[("Reason", "InvalidSpec")]));
 
     set_role(&mut sim, "mrc-b", Some("passive")).unwrap();
-    let ready = &sim.get("CertificateManager", NS, "mesh").unwrap()["status"]["conditions"][0];
+    let ready = first_condition(&sim, "CertificateManager", "mesh");
     assert_eq!(ready["reason"], "InvalidMRC");
     assert_eq!(
         ready["message"],
@@ -666,7 +666,7 @@ fn a_rotation_to_a_trust_domain_spiffe_refuses_stops_at_step_4_and_goes_back() {
 
     // 4: O passive would make N sign: frozen, nothing touched.
     set_role(&mut sim, "mrc-a", Some("passive")).unwrap();
-    let ready = &sim.get("CertificateManager", NS, "mesh").unwrap()["status"]["conditions"][0];
+    let ready = first_condition(&sim, "CertificateManager", "mesh");
     assert_eq!(ready["reason"], "InvalidMRC");
     assert_eq!(
         ready["message"],
@@ -680,7 +680,7 @@ fn a_rotation_to_a_trust_domain_spiffe_refuses_stops_at_step_4_and_goes_back() {
 
     // Back: O active again signs on, as the kept pair says; then N leaves.
     set_role(&mut sim, "mrc-a", Some("active")).unwrap();
-    let ready = &sim.get("CertificateManager", NS, "mesh").unwrap()["status"]["conditions"][0];
+    let ready = first_condition(&sim, "CertificateManager", "mesh");
     assert_eq!(ready["reason"], "IssuersReady");
     assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-b".into()));
     assert_eq!(leaves(&sim), step3);
@@ -819,11 +819,8 @@ fn workloads_a_step_apart_complete_mutual_tls_through_the_rotation_and_its_rollb
 
 /// The signature algorithm of a mounted leaf certificate, as an OID.
 fn signature_algorithm(mounted: &Mounted) -> String {
-    let pem = Pem::iter_from_buffer(&mounted.tls_crt)
-        .next()
-        .unwrap()
-        .unwrap();
-    let (_, cert) = x509_parser::parse_x509_certificate(&pem.contents).unwrap();
+    let der = first_certificate_der(&mounted.tls_crt);
+    let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
     cert.signature_algorithm.algorithm.to_id_string()
 }
 
@@ -882,7 +879,7 @@ fn a_rotation_from_a_users_rsa_ca_to_a_users_p384_ca_keeps_mutual_tls() {
         ("validatingRollback".into(), "active".into())
     );
     for mrc in ["mrc-a", "mrc-b"] {
-        let accepted = &sim.get("MeshRootCertificate", NS, mrc).unwrap()["status"]["conditions"][0];
+        let accepted = first_condition(&sim, "MeshRootCertificate", mrc);
         assert_eq!(
             (&accepted["type"], &accepted["reason"]),
             (&json!("Accepted"), &json!("CAReady"))
@@ -940,9 +937,9 @@ fn a_users_ca_crt_holding_its_key_is_refused_and_never_published() {
     );
     create_users_ca(&mut sim, "mrc-a-ca", &format!("{crt}{key}"), key);
     set_role(&mut sim, "mrc-a", Some("active")).unwrap();
-    let accepted = &sim.get("MeshRootCertificate", NS, "mrc-a").unwrap()["status"]["conditions"][0];
+    let accepted = first_condition(&sim, "MeshRootCertificate", "mrc-a");
     assert_eq!(accepted["reason"], "CAUnusable");
-    let ready = &sim.get("CertificateManager", NS, "mesh").unwrap()["status"]["conditions"][0];
+    let ready = first_condition(&sim, "CertificateManager", "mesh");
     assert_eq!(ready["reason"], "CAUnavailable");
     assert_eq!(
         ready["message"],
