@@ -10,7 +10,7 @@ DIFFERENTIAL_COUNT ?= 2000
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: build run test soak deny e2e lint fmt demo bench bench-load bench-instructions bench-server-instructions differential fuzz mutants manifests-check image-check clean
+.PHONY: build run test soak deny e2e lint fmt demo bench bench-load bench-instructions bench-server-instructions differential fuzz mutants manifests-check image-check dev-packages clean
 
 build:
 	$(CARGO) build --release
@@ -20,20 +20,20 @@ run:
 	$(CARGO) run --release -- --log-format pretty serve --listen $(LISTEN) --tls-self-signed
 
 ## Unit, fixture, HTTP and end-to-end tests of the whole workspace.
-test:
+test: dev-packages
 	@mkdir -p target
 	$(CARGO) test --workspace --all-targets 2>&1 | tee target/test.log
 	@awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: %d passed, %d failed\n", p, f }' target/test.log
 
 ## Bounded load and fault tests at full length (60 s, 256 connections).
-soak:
+soak: dev-packages
 	SOAK_SECONDS=60 SOAK_CONNECTIONS=256 $(CARGO) test --release --test soak -- --nocapture --test-threads 1
 
 ## The simulator's own tests and the end-to-end scenarios (real server on a loopback port).
-e2e:
+e2e: dev-packages
 	$(CARGO) test --test simulator --test e2e_delete_graph --test e2e_app_discovery --test e2e_cert_rotation
 
-lint:
+lint: dev-packages
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS='-D warnings' $(CARGO) doc --workspace --no-deps
@@ -52,7 +52,7 @@ demo: build
 	  http://$(LISTEN)/delete-graph/sync; echo
 
 ## Criterion benches per hook beside their serde_json floor, then the hook/floor ratios.
-bench:
+bench: dev-packages
 	$(CARGO) bench --workspace
 	$(PYTHON) scripts/bench-report.py
 
@@ -86,14 +86,14 @@ fuzz:
 ## Mutation testing of both crates, each mutant against its own crate's tests: every mutant
 ## they leave alive is listed in target/mutants.out/missed.txt (cargo-mutants from crates.io;
 ## about two hours on 2 cores, so not in CI). Test binaries without debug info link faster.
-mutants:
+mutants: dev-packages
 	command -v cargo-mutants >/dev/null || $(CARGO) install cargo-mutants --locked
 	CARGO_PROFILE_DEV_DEBUG=0 $(CARGO) mutants -p metahooks-hooks -p metahooks \
 		--copy-target=false --output target
 
 ## Loopback load run of the sync routes, delete-graph's finalize and the admission routes against
 ## the release server and three floor servers (installs wrk, and h2load for H2=1).
-bench-load:
+bench-load: dev-packages
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk bc)
 	command -v bc >/dev/null || apt-get install -y -qq bc
 	[ "$${H2:-0}" != 1 ] || command -v h2load >/dev/null || (apt-get update -qq && apt-get install -y -qq nghttp2-client)
@@ -101,14 +101,14 @@ bench-load:
 
 ## Instruction counts of every sync hook and delete-graph's finalize against their floors, under
 ## callgrind (installs valgrind).
-bench-instructions:
+bench-instructions: dev-packages
 	command -v valgrind >/dev/null || (apt-get update -qq && apt-get install -y -qq valgrind bc)
 	command -v bc >/dev/null || apt-get install -y -qq bc
 	scripts/bench-instructions.sh
 
 ## The release server's instructions a request on every route beside the echo floor's, under
 ## callgrind with wrk (installs both).
-bench-server-instructions:
+bench-server-instructions: dev-packages
 	command -v valgrind >/dev/null || (apt-get update -qq && apt-get install -y -qq valgrind bc)
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk bc)
 	command -v bc >/dev/null || apt-get install -y -qq bc
@@ -137,6 +137,12 @@ $(PROMTOOL):
 	cp $(@D)/prometheus-deb/root/usr/bin/promtool $@
 	rm -rf $(@D)/prometheus-deb
 	$@ --version | head -1
+
+## The Debian packages that the tests, examples and benches of the root package build against:
+## OpenSSL's headers (libssl-dev, found by pkg-config), for the second TLS stack of the mesh in
+## the cert-rotation scenarios (tests/common/mesh_tls.rs). Installed when pkg-config lacks them.
+dev-packages:
+	pkg-config --exists openssl 2>/dev/null || (apt-get update -qq && apt-get install -y -qq libssl-dev pkg-config)
 
 ## Build the container image's binary (static, glibc: scripts/image-binary.sh, as the Dockerfile
 ## does) and run it alone in an empty root directory as the image runs it (needs root: chroot).

@@ -7,7 +7,7 @@ mod common;
 mod sim;
 
 use base64::Engine;
-use common::mesh_tls::{handshake, Mounted};
+use common::mesh_tls::{Mounted, Stack};
 use serde_json::json;
 use sim::Sim;
 use std::collections::BTreeMap;
@@ -736,14 +736,18 @@ fn walk(sim: &mut Sim, edits: &[(&str, &str)]) -> Vec<Vec<(String, Mounted)>> {
 }
 
 /// Each call, both ways, between every workload holding `a` and every one holding `b`, at the
-/// simulator's time, that fails: who called whom, and why.
+/// simulator's time, on each TLS stack, that fails: on which stack who called whom, and why.
 fn refused(sim: &Sim, a: &[(String, Mounted)], b: &[(String, Mounted)]) -> Vec<String> {
     let mut failed = Vec::new();
-    for (client, server) in [(a, b), (b, a)] {
-        for (from, mounted_by_client) in client {
-            for (to, mounted_by_server) in server {
-                if let Err(e) = handshake(mounted_by_client, mounted_by_server, to, sim.now()) {
-                    failed.push(format!("{from} -> {to}: {e}"));
+    for stack in Stack::ALL {
+        for (client, server) in [(a, b), (b, a)] {
+            for (from, mounted_by_client) in client {
+                for (to, mounted_by_server) in server {
+                    let called =
+                        stack.handshake(mounted_by_client, mounted_by_server, to, sim.now());
+                    if let Err(e) = called {
+                        failed.push(format!("{stack:?}: {from} -> {to}: {e}"));
+                    }
                 }
             }
         }
@@ -795,25 +799,37 @@ fn workloads_a_step_apart_complete_mutual_tls_through_the_rotation_and_its_rollb
     assert_each_step_talks_to_the_one_before(&sim, &steps);
     let (step3, step5) = (&steps[9], &steps[11]);
     let failed = refused(&sim, step3, step5);
-    assert_eq!(failed.len(), 8, "{failed:?}");
-    assert!(
-        failed
-            .iter()
-            .all(|f| f.ends_with("invalid peer certificate: UnknownIssuer")),
-        "{failed:?}"
-    );
+    // OpenSSL sends the chain it builds from its own trust, O's CA after the leaf, which the
+    // other side finds untrusted.
+    let unknown_issuer = [
+        "invalid peer certificate: UnknownIssuer",
+        "certificate verify failed: self-signed certificate in certificate chain",
+    ];
+    for (stack, said) in Stack::ALL.into_iter().zip(unknown_issuer) {
+        let on_stack = |f: &&String| f.starts_with(&format!("{stack:?}: "));
+        let failed_on_stack: Vec<_> = failed.iter().filter(on_stack).collect();
+        assert_eq!(failed_on_stack.len(), 8, "{failed:?}");
+        assert!(
+            failed_on_stack.iter().all(|f| f.ends_with(said)),
+            "{failed:?}"
+        );
+    }
 
     // The verifiers check the name called: web's leaf is not api's.
     let (web, api) = (&step5[0].1, &step5[1].1);
-    assert_eq!(
-        handshake(api, web, "web.mesh.cluster.local", sim.now()),
-        Ok(())
-    );
-    let wrong_name = handshake(api, web, "api.mesh.svc", sim.now()).unwrap_err();
-    assert!(
-        wrong_name.starts_with("client: invalid peer certificate: certificate not valid for name"),
-        "{wrong_name}"
-    );
+    let wrong_name = [
+        "client: invalid peer certificate: certificate not valid for name",
+        "client: certificate verify failed: hostname mismatch",
+    ];
+    for (stack, said) in Stack::ALL.into_iter().zip(wrong_name) {
+        let right = stack.handshake(api, web, "web.mesh.cluster.local", sim.now());
+        assert_eq!(right, Ok(()), "{stack:?}");
+        let wrong = stack.handshake(api, web, "api.mesh.svc", sim.now());
+        assert!(
+            wrong.as_ref().unwrap_err().starts_with(said),
+            "{stack:?}: {wrong:?}"
+        );
+    }
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
 
@@ -843,7 +859,8 @@ fn create_users_ca(sim: &mut Sim, name: &str, crt: &str, key: &str) {
 #[test]
 fn a_rotation_from_a_users_rsa_ca_to_a_users_p384_ca_keeps_mutual_tls() {
     let mut sim = sim();
-    // The CAs begin on 2026-11-30T19:07:34Z: the clock moves on to 2026-12-01T12:00:00Z.
+    // The CAs begin on 2026-11-30T19:07:34Z, and OpenSSL peers refuse their leaves before: the
+    // clock moves on to 2026-12-01T12:00:00Z.
     sim.advance(183 * 86_400);
     let cas = [
         (
@@ -886,6 +903,40 @@ fn a_rotation_from_a_users_rsa_ca_to_a_users_p384_ca_keeps_mutual_tls() {
         );
     }
     assert_eq!(users(&sim), given, "never written");
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
+/// A CA of the user's own whose validity has not begun is used (docs/DECISIONS.md): the P-384
+/// test CA begins on 2026-11-30T19:07:34Z, half a year after the simulator's clock. Its leaves
+/// are issued at once, and OpenSSL peers, which check the dates of the CA they trust, refuse
+/// every call until it begins (rustls' WebPKI reads no date of a trust anchor); once it has
+/// begun, the leaves then mounted complete mutual TLS on both stacks. So ROTATION.md says to
+/// let such a CA sign only after its start.
+#[test]
+fn a_users_ca_not_begun_yet_signs_leaves_openssl_peers_refuse_until_it_begins() {
+    let mut sim = sim();
+    create_users_ca(
+        &mut sim,
+        "mrc-a-ca",
+        include_str!("../hooks/testdata/p384-ca.crt"),
+        include_str!("../hooks/testdata/p384-ca.key"),
+    );
+    let steps = walk(&mut sim, &WALK[..1]);
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-a".into()));
+    let failed = refused(&sim, &steps[0], &steps[0]);
+    let on_openssl = |f: &&String| f.starts_with("OpenSsl: ");
+    let failed_on_openssl: Vec<_> = failed.iter().filter(on_openssl).collect();
+    assert_eq!(failed_on_openssl.len(), 8, "{failed:?}");
+    let not_yet = "certificate verify failed: certificate is not yet valid";
+    assert!(
+        failed_on_openssl.iter().all(|f| f.ends_with(not_yet)),
+        "{failed:?}"
+    );
+
+    sim.advance(183 * 86_400);
+    sim.run_until_quiet();
+    let begun = mounted(&sim);
+    assert_eq!(refused(&sim, &begun, &begun), Vec::<String>::new());
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
 

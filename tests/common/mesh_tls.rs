@@ -1,9 +1,10 @@
 //! Two workloads of the mesh talking mutual TLS, in memory, with what their leaf Secrets mount:
 //! each presents its `tls.crt` and `tls.key` and checks the other's certificate against its own
-//! `ca.crt` with rustls' WebPKI verifiers, as a TLS peer checks it (the chain to a CA of
-//! `ca.crt` by name and signature, the leaf's validity and key usages, the name called), not
-//! only a signature. WebPKI reads no more of a trusted CA than its name and key: a CA's own
-//! dates and key usage are not checked here (docs/DECISIONS.md says what other stacks do).
+//! `ca.crt`, as a TLS peer checks it (the chain to a CA of `ca.crt` by name and signature,
+//! validity, key usages, the name called), not only a signature. Each call is made with two TLS
+//! stacks, as a mesh holds workloads built on either ([`Stack`]): rustls' WebPKI verifiers,
+//! which read no more of a trusted CA than its name and key, and the system's OpenSSL, which
+//! also checks a CA's own dates, key usage and basic constraints, under its strict X.509 rules.
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::ring;
@@ -14,8 +15,35 @@ use rustls::time_provider::TimeProvider;
 use rustls::{
     ClientConfig, ClientConnection, Connection, RootCertStore, ServerConfig, ServerConnection,
 };
+use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A TLS implementation a workload of the mesh may be built on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Stack {
+    Rustls,
+    OpenSsl,
+}
+
+impl Stack {
+    pub const ALL: [Stack; 2] = [Stack::Rustls, Stack::OpenSsl];
+
+    /// Whether `client` reaches `server`, asking for `server_name`, at the Unix time `now`, both
+    /// built on this stack: `Err` holds what the side that gave up said.
+    pub fn handshake(
+        self,
+        client: &Mounted,
+        server: &Mounted,
+        server_name: &str,
+        now: i64,
+    ) -> Result<(), String> {
+        match self {
+            Stack::Rustls => rustls_handshake(client, server, server_name, now),
+            Stack::OpenSsl => openssl_handshake(client, server, server_name, now),
+        }
+    }
+}
 
 /// What a workload mounts from its leaf Secret (each value decoded from `data`).
 #[derive(Debug)]
@@ -52,9 +80,7 @@ impl TimeProvider for At {
     }
 }
 
-/// Whether `client` reaches `server`, asking for `server_name`, at the Unix time `now`: `Err`
-/// holds what the side that gave up said.
-pub fn handshake(
+fn rustls_handshake(
     client: &Mounted,
     server: &Mounted,
     server_name: &str,
@@ -133,4 +159,103 @@ fn chain(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
 
 fn key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, String> {
     PrivateKeyDer::from_pem_slice(pem).map_err(|e| format!("tls.key: {e}"))
+}
+
+/// The handshake of two OpenSSL peers over a socket pair, each on its own thread. Each side
+/// verifies at `now` with `X509_V_FLAG_X509_STRICT` (as `openssl verify -x509_strict`), the
+/// client also the name it calls (SNI and host name check); the server asks for a certificate
+/// and refuses a client without one.
+fn openssl_handshake(
+    client: &Mounted,
+    server: &Mounted,
+    server_name: &str,
+    now: i64,
+) -> Result<(), String> {
+    use openssl::ssl::{Ssl, SslVerifyMode};
+    let (client_end, server_end) = UnixStream::pair().map_err(|e| e.to_string())?;
+    let client_context = openssl_context(client, SslVerifyMode::PEER)?;
+    let mut client_ssl = Ssl::new(&client_context).map_err(|e| e.to_string())?;
+    verify_at(client_ssl.param_mut(), now)?;
+    client_ssl
+        .param_mut()
+        .set_host(server_name)
+        .map_err(|e| e.to_string())?;
+    client_ssl
+        .set_hostname(server_name)
+        .map_err(|e| e.to_string())?;
+    let server_context = openssl_context(
+        server,
+        SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT,
+    )?;
+    let mut server_ssl = Ssl::new(&server_context).map_err(|e| e.to_string())?;
+    verify_at(server_ssl.param_mut(), now)?;
+    // Each side drops its end as soon as it is done, so that the other's handshake ends too.
+    let (server_said, client_said) = std::thread::scope(|s| {
+        let accepting = s.spawn(move || {
+            let accepted = server_ssl.accept(server_end);
+            accepted.map(drop).map_err(openssl_failure)
+        });
+        let connected = client_ssl.connect(client_end);
+        let client_said = connected.map(drop).map_err(openssl_failure);
+        (accepting.join().expect("the server's thread"), client_said)
+    });
+    client_said.map_err(|e| format!("client: {e}"))?;
+    server_said.map_err(|e| format!("server: {e}"))
+}
+
+/// A context that presents `mounted`'s leaf and key and trusts the CAs of its `ca.crt` alone.
+fn openssl_context(
+    mounted: &Mounted,
+    mode: openssl::ssl::SslVerifyMode,
+) -> Result<openssl::ssl::SslContext, String> {
+    use openssl::pkey::PKey;
+    use openssl::ssl::{SslContext, SslMethod};
+    use openssl::x509::store::X509StoreBuilder;
+    use openssl::x509::X509;
+    let stack = |e: openssl::error::ErrorStack| e.to_string();
+    let mut context = SslContext::builder(SslMethod::tls()).map_err(stack)?;
+    let mut trust = X509StoreBuilder::new().map_err(stack)?;
+    for ca in X509::stack_from_pem(&mounted.ca_crt).map_err(|e| format!("ca.crt: {e}"))? {
+        trust.add_cert(ca).map_err(|e| format!("ca.crt: {e}"))?;
+    }
+    context.set_cert_store(trust.build());
+    let leaf = X509::from_pem(&mounted.tls_crt).map_err(|e| format!("tls.crt: {e}"))?;
+    context.set_certificate(&leaf).map_err(stack)?;
+    let key = PKey::private_key_from_pem(&mounted.tls_key).map_err(|e| format!("tls.key: {e}"))?;
+    context.set_private_key(&key).map_err(stack)?;
+    context
+        .check_private_key()
+        .map_err(|e| format!("tls.key does not match tls.crt: {e}"))?;
+    context.set_verify(mode);
+    Ok(context.build())
+}
+
+/// Peers' certificates checked at `now`, under OpenSSL's strict X.509 rules.
+fn verify_at(
+    param: &mut openssl::x509::verify::X509VerifyParamRef,
+    now: i64,
+) -> Result<(), String> {
+    use openssl::x509::verify::X509VerifyFlags;
+    param.set_time(now);
+    param
+        .set_flags(X509VerifyFlags::X509_STRICT)
+        .map_err(|e| e.to_string())
+}
+
+/// What OpenSSL said of a handshake that failed: the verification's result when a certificate
+/// was refused, else the error.
+fn openssl_failure(e: openssl::ssl::HandshakeError<UnixStream>) -> String {
+    use openssl::ssl::HandshakeError;
+    use openssl::x509::X509VerifyResult;
+    match e {
+        HandshakeError::Failure(mid) | HandshakeError::WouldBlock(mid) => {
+            let verified = mid.ssl().verify_result();
+            if verified == X509VerifyResult::OK {
+                mid.error().to_string()
+            } else {
+                format!("certificate verify failed: {}", verified.error_string())
+            }
+        }
+        HandshakeError::SetupFailure(e) => e.to_string(),
+    }
 }
