@@ -1038,6 +1038,91 @@ mod tests {
         assert!(!leaf.cert_pem.contains('\r'));
     }
 
+    /// A certificate's subject key identifier, if it has one.
+    fn subject_key_identifier(cert: &X509Certificate) -> Option<Vec<u8>> {
+        cert.extensions()
+            .iter()
+            .find_map(|e| match e.parsed_extension() {
+                ParsedExtension::SubjectKeyIdentifier(id) => Some(id.0.to_vec()),
+                _ => None,
+            })
+    }
+
+    /// §4.1: a generated CA is what every TLS peer takes as a CA. basicConstraints CA=true,
+    /// critical, without a path length; keyUsage keyCertSign and cRLSign alone, critical (OpenSSL
+    /// and Go refuse every leaf of a CA without keyCertSign, which rustls does not check); a
+    /// subject key identifier, which its leaves name; CN the MRC, O the trust domain; valid
+    /// 87600 h from `now`.
+    #[test]
+    fn rule_4_1_a_generated_ca_carries_what_peers_ask_of_a_ca() {
+        let pair = generate_ca("mrc-a", "mesh.local", NOW, &rng()).unwrap();
+        let der = first_certificate(pair.cert_pem.as_bytes()).unwrap();
+        let cert = parse(&der).unwrap();
+        let constraints = cert.basic_constraints().unwrap().unwrap();
+        assert!(constraints.critical);
+        assert!(constraints.value.ca);
+        assert_eq!(constraints.value.path_len_constraint, None);
+        let usage = cert.key_usage().unwrap().unwrap();
+        assert!(usage.critical);
+        assert!(usage.value.key_cert_sign() && usage.value.crl_sign());
+        assert_eq!(usage.value.flags.count_ones(), 2, "{}", usage.value);
+        assert!(cert.extended_key_usage().unwrap().is_none());
+        assert!(subject_key_identifier(&cert).is_some());
+        assert_eq!(cert.subject().to_string(), "CN=mrc-a, O=mesh.local");
+        assert_eq!(cert.subject().as_raw(), cert.issuer().as_raw());
+        assert_eq!(time_of(cert.validity().not_before), NOW);
+        assert_eq!(time_of(cert.validity().not_after), NOW + CA_VALIDITY);
+    }
+
+    /// §3.4: a leaf's key usage is digitalSignature and keyEncipherment, its extended key usage
+    /// serverAuth and clientAuth (it serves and calls), basicConstraints says CA=false, and its
+    /// authority key identifier is its CA's subject key identifier: under a generated CA and
+    /// under OpenSSL's RSA and P-384 ones.
+    #[test]
+    fn rule_3_4_a_leaf_has_the_usages_and_the_key_identifier_of_the_spec() {
+        let generated = generate_ca("mrc-a", "cluster.local", NOW, &rng()).unwrap();
+        let cas = [
+            (generated.cert_pem.as_str(), generated.key_pem.as_str()),
+            (
+                include_str!("../testdata/rsa2048-ca.crt"),
+                include_str!("../testdata/rsa2048-ca.key"),
+            ),
+            (
+                include_str!("../testdata/p384-ca.crt"),
+                include_str!("../testdata/p384-ca.key"),
+            ),
+        ];
+        for (crt, key) in cas {
+            let ca = Ca::from_secret(Some(crt.as_bytes()), Some(key.as_bytes()), NOW).unwrap();
+            let ca_cert = parse(&ca.der).unwrap();
+            let leaf = ca
+                .issue(&plain_leaf(Duration::hours(24)), NOW, &rng())
+                .unwrap();
+            let der = first_certificate(leaf.cert_pem.as_bytes()).unwrap();
+            let cert = parse(&der).unwrap();
+            let usage = cert.key_usage().unwrap().unwrap().value;
+            assert!(usage.digital_signature() && usage.key_encipherment());
+            assert_eq!(usage.flags.count_ones(), 2, "{usage}");
+            let extended = cert.extended_key_usage().unwrap().unwrap().value;
+            assert!(extended.server_auth && extended.client_auth);
+            assert!(!extended.any && extended.other.is_empty());
+            let constraints = cert.basic_constraints().unwrap().unwrap().value;
+            assert!(!constraints.ca);
+            let authority = cert
+                .extensions()
+                .iter()
+                .find_map(|e| match e.parsed_extension() {
+                    ParsedExtension::AuthorityKeyIdentifier(aki) => {
+                        Some(aki.key_identifier.clone())
+                    }
+                    _ => None,
+                });
+            let named = authority.flatten().map(|id| id.0.to_vec());
+            assert_eq!(named, subject_key_identifier(&ca_cert));
+            assert!(named.is_some());
+        }
+    }
+
     /// Found by the fuzzer: a CA whose subject has an attribute type that x509-parser reads
     /// with a first arc above 2 (here the O attribute's `55 04 0a`, 2.5.4.10, patched to
     /// `95 04 0a`) made rcgen panic while it wrote the leaf's issuer. The subject is copied as it
