@@ -108,12 +108,15 @@ fn serve(config: ServeConfig) -> Result<()> {
         .build()
         .context("starting the runtime")?;
     runtime.block_on(async move {
+        // Before the server says it listens: a SIGTERM that came between the two would find the
+        // default action and kill the process, with no drain.
+        let mut signals = Signals::install().context("installing the signal handlers")?;
         let server = metahooks::start(&config).await?;
-        wait_for_signal().await;
+        signals.next().await;
         tracing::info!("shutdown requested; a second signal exits at once");
         server.shutdown();
-        tokio::spawn(async {
-            wait_for_signal().await;
+        tokio::spawn(async move {
+            signals.next().await;
             tracing::warn!("second signal: exiting without draining");
             std::process::exit(1);
         });
@@ -121,17 +124,26 @@ fn serve(config: ServeConfig) -> Result<()> {
     })
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
+/// SIGTERM (the kubelet's) and SIGINT (Ctrl-C), each caught from the moment it is installed.
+struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    /// The next of either signal, including one that came since the last call.
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.terminate.recv() => {}
+            _ = self.interrupt.recv() => {}
         }
     }
 }

@@ -51,6 +51,17 @@ fn in_flight_request_completes_across_sigterm() {
     assert_eq!(wait_exit(&mut bin.child, Duration::from_secs(10)), Some(0));
 }
 
+/// The handlers are in place before the `listening` line: a SIGTERM sent the moment it appears
+/// drains and exits 0, rather than meeting the default action (killed, nothing drained).
+#[test]
+fn a_sigterm_at_the_listening_line_drains() {
+    for _ in 0..5 {
+        let mut bin = Binary::start(&[]);
+        bin.signal("-TERM");
+        assert_eq!(wait_exit(&mut bin.child, Duration::from_secs(10)), Some(0));
+    }
+}
+
 #[test]
 fn second_signal_exits_at_once() {
     let mut bin = Binary::start(&["--drain-timeout", "10s"]);
