@@ -29,7 +29,7 @@ impl BearerTokens {
         let load = move || read_tokens(&file);
         let files = vec![path.to_owned()];
         let tokens = Reloading::from_files("bearer token file", files, LOOK_EVERY, load)
-            .with_context(|| format!("the bearer token file {}", path.display()))?;
+            .context("--bearer-token-file")?;
         Ok(BearerTokens(tokens))
     }
 
@@ -69,7 +69,7 @@ fn read_tokens(path: &Path) -> Result<Vec<Zeroizing<String>>> {
         .map(|line| Zeroizing::new(line.to_owned()))
         .collect();
     if tokens.is_empty() {
-        return Err(anyhow!("holds no token"));
+        return Err(anyhow!("{} holds no token", path.display()));
     }
     Ok(tokens)
 }

@@ -75,7 +75,8 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
         };
         let expiry = state.metrics.certificate_expiry.clone();
         let resolver = Arc::new(ReloadingResolver::new(&source, expiry)?);
-        Some(server_configs(resolver, config.tls_client_ca.as_deref())?)
+        let configs = server_configs(resolver, config.tls_client_ca.as_deref());
+        Some(configs.context("--tls-client-ca")?)
     } else {
         None
     };

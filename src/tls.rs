@@ -46,7 +46,8 @@ impl ReloadingResolver {
                     let (certified, not_after) = load_files(&cert, &key)?;
                     in_service(&expiry, not_after);
                     Ok(certified)
-                })?
+                })
+                .context("--tls-cert, --tls-key")?
             }
             CertSource::SelfSigned { dns_names } => {
                 let (cert_pem, key_pem) = self_signed(dns_names)?;
@@ -163,7 +164,7 @@ fn server_config(
                 provider,
             )
             .build()
-            .map_err(|e| anyhow!("client CA {}: {e}", path.display()))?;
+            .map_err(|e| anyhow!("{}: {e}", path.display()))?;
             builder.with_client_cert_verifier(verifier)
         }
     };

@@ -145,7 +145,7 @@ fn serve_refuses_limits_of_zero() {
 }
 
 /// A file `serve` is given that it cannot read stops it at start with a message naming that
-/// file, whichever flag named it (before, a missing `--tls-cert` said only "No such file or
+/// file and the flag that named it (before, a missing `--tls-cert` said only "No such file or
 /// directory"). Files are read before a port is bound: the listening port here is taken, so a
 /// server that got past its files fails on the port instead of serving.
 #[test]
@@ -161,8 +161,8 @@ fn serve_names_each_file_it_cannot_read() {
     let listen = taken.local_addr().unwrap().to_string();
     let serve = ["serve", "--listen", &listen, "--tls-listen", "127.0.0.1:0"];
     for (flag, [cert, key, ca]) in [
-        ("--tls-cert", [&missing, &key, &ca]),
-        ("--tls-key", [&cert, &missing, &ca]),
+        ("--tls-cert, --tls-key", [&missing, &key, &ca]),
+        ("--tls-cert, --tls-key", [&cert, &missing, &ca]),
         ("--tls-client-ca", [&cert, &key, &missing]),
     ] {
         let files = ["--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca];
@@ -170,20 +170,32 @@ fn serve_names_each_file_it_cannot_read() {
         let text = stderr(&output);
         assert_eq!(output.status.code(), Some(1), "{flag}: {text}");
         assert!(
-            text.contains(&format!("reading {missing}: ")),
+            text.contains(&format!("{flag}: reading {missing}: ")),
             "{flag}: {text}"
         );
     }
+    // A client CA file that holds no certificate (here a key) would refuse every client.
+    let files = [
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--tls-client-ca",
+        &key,
+    ];
+    let text = stderr(&metahooks(&[&serve[..], &files].concat(), b""));
+    let message = format!("--tls-client-ca: {key}: no root trust anchors were provided");
+    assert!(text.contains(&message), "{text}");
     let token = ["--bearer-token-file", &missing];
     let text = stderr(&metahooks(&[&serve[..3], &token].concat(), b""));
-    let message = format!("the bearer token file {missing}: reading {missing}: ");
+    let message = format!("--bearer-token-file: reading {missing}: ");
     assert!(text.contains(&message), "{text}");
     // A token file of blank lines would refuse every sync: it is refused at start instead.
     let blank = dir.path().join("blank").to_str().unwrap().to_owned();
     std::fs::write(&blank, " \n\n").unwrap();
     let token = ["--bearer-token-file", &blank];
     let text = stderr(&metahooks(&[&serve[..3], &token].concat(), b""));
-    let message = format!("the bearer token file {blank}: holds no token");
+    let message = format!("--bearer-token-file: {blank} holds no token");
     assert!(text.contains(&message), "{text}");
 }
 
