@@ -223,6 +223,9 @@ pub fn webhook_certs(service: &str, namespace: &str, days: u32) -> Result<Webhoo
     params.not_before = not_before;
     params.not_after = not_after;
     params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+    // RFC 5280 asks it of every certificate a CA issues, and OpenSSL's strict rules (Python's
+    // default since 3.13) refuse a chain without it; Go and rustls do not look.
+    params.use_authority_key_identifier_extension = true;
     let issuer = rcgen::Issuer::from_params(&ca, &ca_key);
     let cert = params
         .signed_by(&key, &issuer)

@@ -8,7 +8,7 @@
 mod common;
 
 use base64::Engine;
-use common::tls::https_get_trusting;
+use common::tls::{https_get_trusting, openssl_handshake_trusting};
 use common::TestServer;
 use metahooks_hooks::HOOKS;
 use std::io::Write;
@@ -252,8 +252,20 @@ fn certs_writes_a_serving_certificate_the_ca_bundle_vouches_for() {
         "hooks.ops.svc.cluster.local",
     ] {
         assert_eq!(https_get_trusting(https, &ca, name), Ok(200), "{name}");
+        // OpenSSL's strict rules ask more of the pair than WebPKI: the serving certificate
+        // names its CA's key identifier (RFC 5280 §4.2.1.1).
+        assert_eq!(
+            openssl_handshake_trusting(https, &ca, name),
+            Ok(()),
+            "{name}"
+        );
     }
     assert!(https_get_trusting(https, &ca, "hooks.other.svc").is_err());
+    let other = openssl_handshake_trusting(https, &ca, "hooks.other.svc");
+    assert_eq!(
+        other,
+        Err("certificate verify failed: hostname mismatch".into())
+    );
 
     // Validity: --days from now.
     let pem = x509_parser::pem::parse_x509_pem(std::fs::read(&cert).unwrap().as_slice())

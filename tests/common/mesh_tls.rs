@@ -244,7 +244,7 @@ fn verify_at(
 
 /// What OpenSSL said of a handshake that failed: the verification's result when a certificate
 /// was refused, else the error.
-fn openssl_failure(e: openssl::ssl::HandshakeError<UnixStream>) -> String {
+pub fn openssl_failure<S>(e: openssl::ssl::HandshakeError<S>) -> String {
     use openssl::ssl::HandshakeError;
     use openssl::x509::X509VerifyResult;
     match e {

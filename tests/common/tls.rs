@@ -131,6 +131,38 @@ pub fn https_get_trusting(
     exchange(addr, config, server_name, GET_READYZ).map(|(reply, _)| reply.status)
 }
 
+/// Whether an OpenSSL client that trusts `ca_pem` alone and calls `server_name` completes a
+/// handshake with the HTTPS listener at `addr`, under OpenSSL's strict X.509 rules (which
+/// Python's `ssl` sets by default since 3.13): `Err` holds what OpenSSL said.
+pub fn openssl_handshake_trusting(
+    addr: SocketAddr,
+    ca_pem: &str,
+    server_name: &str,
+) -> Result<(), String> {
+    use openssl::ssl::{Ssl, SslContext, SslMethod, SslVerifyMode};
+    use openssl::x509::store::X509StoreBuilder;
+    use openssl::x509::verify::X509VerifyFlags;
+    use openssl::x509::X509;
+    let stack = |e: openssl::error::ErrorStack| e.to_string();
+    let mut context = SslContext::builder(SslMethod::tls_client()).map_err(stack)?;
+    let mut trust = X509StoreBuilder::new().map_err(stack)?;
+    for ca in X509::stack_from_pem(ca_pem.as_bytes()).map_err(stack)? {
+        trust.add_cert(ca).map_err(stack)?;
+    }
+    context.set_cert_store(trust.build());
+    context.set_verify(SslVerifyMode::PEER);
+    let mut ssl = Ssl::new(&context.build()).map_err(stack)?;
+    ssl.param_mut().set_host(server_name).map_err(stack)?;
+    ssl.param_mut()
+        .set_flags(X509VerifyFlags::X509_STRICT)
+        .map_err(stack)?;
+    ssl.set_hostname(server_name).map_err(stack)?;
+    let tcp = TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    ssl.connect(tcp)
+        .map(drop)
+        .map_err(super::mesh_tls::openssl_failure)
+}
+
 /// A TLS client stream to `addr` for `server_name` (its handshake made on the first write),
 /// whose reads give up after 10 s.
 pub fn tls_connect(
