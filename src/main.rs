@@ -60,7 +60,8 @@ enum Command {
         /// Directory for ca.crt, tls.crt and tls.key.
         #[arg(long)]
         out: PathBuf,
-        /// Validity in days, at least one.
+        /// Validity in days from now, at least one (both certificates also begin an hour ago,
+        /// for an API server whose clock is behind this machine's).
         #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..))]
         days: u32,
     },

@@ -187,11 +187,17 @@ pub struct WebhookCerts {
     pub key_pem: String,
 }
 
-/// A CA and a serving certificate signed by it, valid for the Service's DNS names.
+/// How long before it is made a certificate of `metahooks certs` begins: an API server whose
+/// clock is behind the machine that made it would refuse it until then.
+pub const CLOCK_SKEW_ALLOWANCE: time::Duration = time::Duration::HOUR;
+
+/// A CA and a serving certificate signed by it, valid for the Service's DNS names from an hour
+/// ago ([`CLOCK_SKEW_ALLOWANCE`]) until `days` from now.
 pub fn webhook_certs(service: &str, namespace: &str, days: u32) -> Result<WebhookCerts> {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
-    let not_before = OffsetDateTime::now_utc();
-    let not_after = not_before
+    let now = OffsetDateTime::now_utc();
+    let not_before = now - CLOCK_SKEW_ALLOWANCE;
+    let not_after = now
         .checked_add(time::Duration::days(i64::from(days)))
         .ok_or_else(|| {
             anyhow!("--days {days} ends after the year 9999, the last an X.509 time holds")

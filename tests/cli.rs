@@ -216,6 +216,10 @@ fn certs_writes_a_serving_certificate_the_ca_bundle_vouches_for() {
         "--days",
         "30",
     ];
+    let made = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
     let output = metahooks(
         &[&args[..], &["--out", out.to_str().unwrap()]].concat(),
         b"",
@@ -267,13 +271,22 @@ fn certs_writes_a_serving_certificate_the_ca_bundle_vouches_for() {
         Err("certificate verify failed: hostname mismatch".into())
     );
 
-    // Validity: --days from now.
-    let pem = x509_parser::pem::parse_x509_pem(std::fs::read(&cert).unwrap().as_slice())
-        .unwrap()
-        .1;
-    let validity = pem.parse_x509().unwrap().validity().clone();
-    let days = (validity.not_after.timestamp() - validity.not_before.timestamp()) / 86_400;
-    assert_eq!(days, 30);
+    // Validity: from an hour before it was made, for an API server whose clock is behind, to
+    // --days from then; the CA's too.
+    let skew = metahooks::tls::CLOCK_SKEW_ALLOWANCE.whole_seconds();
+    for file in [&cert, &out.join("ca.crt")] {
+        let pem = x509_parser::pem::parse_x509_pem(std::fs::read(file).unwrap().as_slice())
+            .unwrap()
+            .1;
+        let validity = pem.parse_x509().unwrap().validity().clone();
+        let (begins, ends) = (
+            validity.not_before.timestamp(),
+            validity.not_after.timestamp(),
+        );
+        assert!((made - skew..made - skew + 5).contains(&begins), "{file:?}");
+        let days_on = made + 30 * 86_400;
+        assert!((days_on..days_on + 5).contains(&ends), "{file:?}");
+    }
 }
 
 /// `certs` refuses, naming the flag and writing nothing, what would give a certificate no API
