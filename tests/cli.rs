@@ -200,8 +200,9 @@ fn serve_names_each_file_it_cannot_read() {
 }
 
 /// The CA and serving certificate serve TLS that a client trusting only the CA accepts for the
-/// Service's DNS names, as the API server calls a webhook; the key is readable by its owner
-/// only; stdout is the caBundle (base64 of ca.crt) and nothing else.
+/// Service's DNS names, as the API server calls a webhook, on rustls and on OpenSSL under its
+/// strict rules; both begin an hour before the run; the key is readable by its owner only;
+/// stdout is the caBundle (base64 of ca.crt) and nothing else.
 #[test]
 fn certs_writes_a_serving_certificate_the_ca_bundle_vouches_for() {
     use std::os::unix::fs::PermissionsExt;
