@@ -75,8 +75,7 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
         };
         let expiry = state.metrics.certificate_expiry.clone();
         let resolver = Arc::new(ReloadingResolver::new(&source, expiry)?);
-        let configs = server_configs(resolver, config.tls_client_ca.as_deref());
-        Some(configs.context("--tls-client-ca")?)
+        Some(server_configs(resolver, config.tls_client_ca.as_deref())?)
     } else {
         None
     };

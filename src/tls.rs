@@ -136,6 +136,7 @@ pub fn server_configs(
             Reloading::from_files("client CA", vec![path.clone()], Duration::ZERO, move || {
                 server_config(resolver.clone(), Some(&path))
             })
+            .context("--tls-client-ca")
         }
     }
 }

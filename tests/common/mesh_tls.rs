@@ -210,15 +210,10 @@ fn openssl_context(
 ) -> Result<openssl::ssl::SslContext, String> {
     use openssl::pkey::PKey;
     use openssl::ssl::{SslContext, SslMethod};
-    use openssl::x509::store::X509StoreBuilder;
     use openssl::x509::X509;
     let stack = |e: openssl::error::ErrorStack| e.to_string();
     let mut context = SslContext::builder(SslMethod::tls()).map_err(stack)?;
-    let mut trust = X509StoreBuilder::new().map_err(stack)?;
-    for ca in X509::stack_from_pem(&mounted.ca_crt).map_err(|e| format!("ca.crt: {e}"))? {
-        trust.add_cert(ca).map_err(|e| format!("ca.crt: {e}"))?;
-    }
-    context.set_cert_store(trust.build());
+    context.set_cert_store(openssl_trust(&mounted.ca_crt).map_err(|e| format!("ca.crt: {e}"))?);
     let leaf = X509::from_pem(&mounted.tls_crt).map_err(|e| format!("tls.crt: {e}"))?;
     context.set_certificate(&leaf).map_err(stack)?;
     let key = PKey::private_key_from_pem(&mounted.tls_key).map_err(|e| format!("tls.key: {e}"))?;
@@ -228,6 +223,17 @@ fn openssl_context(
         .map_err(|e| format!("tls.key does not match tls.crt: {e}"))?;
     context.set_verify(mode);
     Ok(context.build())
+}
+
+/// An OpenSSL store that trusts the CAs of a PEM bundle and nothing else.
+pub fn openssl_trust(pem: &[u8]) -> Result<openssl::x509::store::X509Store, String> {
+    use openssl::x509::store::X509StoreBuilder;
+    use openssl::x509::X509;
+    let mut trust = X509StoreBuilder::new().map_err(|e| e.to_string())?;
+    for ca in X509::stack_from_pem(pem).map_err(|e| e.to_string())? {
+        trust.add_cert(ca).map_err(|e| e.to_string())?;
+    }
+    Ok(trust.build())
 }
 
 /// Peers' certificates checked at `now`, under OpenSSL's strict X.509 rules.

@@ -1,5 +1,6 @@
 //! TLS helpers of the integration tests: a client that accepts any server certificate (and
-//! reports it), and serving certificates in a mounted Secret.
+//! reports it), clients that trust a CA alone (rustls, and OpenSSL under its strict rules), and
+//! serving certificates in a mounted Secret.
 
 use super::mounted::{mount_files, write_files};
 use super::read_reply;
@@ -139,17 +140,12 @@ pub fn openssl_handshake_trusting(
     ca_pem: &str,
     server_name: &str,
 ) -> Result<(), String> {
+    use super::mesh_tls::{openssl_failure, openssl_trust};
     use openssl::ssl::{Ssl, SslContext, SslMethod, SslVerifyMode};
-    use openssl::x509::store::X509StoreBuilder;
     use openssl::x509::verify::X509VerifyFlags;
-    use openssl::x509::X509;
     let stack = |e: openssl::error::ErrorStack| e.to_string();
     let mut context = SslContext::builder(SslMethod::tls_client()).map_err(stack)?;
-    let mut trust = X509StoreBuilder::new().map_err(stack)?;
-    for ca in X509::stack_from_pem(ca_pem.as_bytes()).map_err(stack)? {
-        trust.add_cert(ca).map_err(stack)?;
-    }
-    context.set_cert_store(trust.build());
+    context.set_cert_store(openssl_trust(ca_pem.as_bytes())?);
     context.set_verify(SslVerifyMode::PEER);
     let mut ssl = Ssl::new(&context.build()).map_err(stack)?;
     ssl.param_mut().set_host(server_name).map_err(stack)?;
@@ -158,9 +154,7 @@ pub fn openssl_handshake_trusting(
         .map_err(stack)?;
     ssl.set_hostname(server_name).map_err(stack)?;
     let tcp = TcpStream::connect(addr).map_err(|e| e.to_string())?;
-    ssl.connect(tcp)
-        .map(drop)
-        .map_err(super::mesh_tls::openssl_failure)
+    ssl.connect(tcp).map(drop).map_err(openssl_failure)
 }
 
 /// A TLS client stream to `addr` for `server_name` (its handshake made on the first write),
