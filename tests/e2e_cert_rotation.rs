@@ -1014,3 +1014,39 @@ fn a_users_ca_crt_holding_its_key_is_refused_and_never_published() {
     }
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
+
+/// A hand edit of what the manager wrote is undone at the next sync, as Metacontroller's
+/// in-place update puts back every field a hook sends (contract §10): in the middle of a
+/// rotation, a trust bundle cut to O's CA holds N's again, and so does a leaf's `ca.crt`, with
+/// the leaf kept. A key the edit added beside them stays, as Metacontroller keeps what it never
+/// applied.
+#[test]
+fn a_trust_bundle_cut_by_hand_is_put_back_at_the_next_sync() {
+    let mut sim = sim();
+    set_role(&mut sim, "mrc-a", Some("active")).unwrap();
+    set_role(&mut sim, "mrc-b", None).unwrap();
+    set_role(&mut sim, "mrc-b", Some("passive")).unwrap();
+    assert_eq!(check_trust(&sim), ["mrc-a", "mrc-b"]);
+    let step2 = leaves(&sim);
+
+    let mut bundle = sim.get("ConfigMap", NS, "osm-ca-bundle").unwrap().clone();
+    let both = bundle["data"]["ca.crt"].as_str().unwrap().to_owned();
+    let end = "-----END CERTIFICATE-----\n";
+    let o_only = &both[..both.find(end).unwrap() + end.len()];
+    bundle["data"] = json!({"ca.crt": o_only, "notes": "trimmed by hand"});
+    sim.apply(&bundle.to_string()).unwrap();
+    let mut web = sim.get("Secret", NS, "web-tls").unwrap().clone();
+    web["data"]["ca.crt"] = json!(base64::engine::general_purpose::STANDARD.encode(o_only));
+    sim.apply(&web.to_string()).unwrap();
+    sim.run_until_quiet();
+
+    let bundle = &sim.get("ConfigMap", NS, "osm-ca-bundle").unwrap()["data"];
+    assert_eq!(bundle["ca.crt"], json!(both), "both CAs again");
+    assert_eq!(
+        bundle["notes"], "trimmed by hand",
+        "a key of the user's own"
+    );
+    assert_eq!(check_trust(&sim), ["mrc-a", "mrc-b"]);
+    assert_eq!(leaves(&sim), step2, "no leaf issued again");
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}

@@ -605,3 +605,120 @@ webhooks:
         assert!(sim.get("Widget", "ns", "bad").is_none(), "{op}");
     }
 }
+
+/// An update merges as Metacontroller's dynamic apply does (contract §10), at every depth: what
+/// the hook applied and stopped sending goes, what someone else set stays, a field the hook
+/// sends is put back when edited, a list of objects merges by its conventional key (`port`
+/// before `name`), any other list is replaced, and system metadata and status stay as observed.
+#[test]
+fn an_update_merges_at_every_depth_as_metacontroller_does() {
+    let update = |observed: Value, last: Value, desired: Value| {
+        let mut observed = observed;
+        observed["metadata"]["annotations"][sim::apply::LAST_APPLIED] = json!(last.to_string());
+        let mut merged = sim::apply::apply_update(&observed, &desired).unwrap();
+        let applied = merged["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove(sim::apply::LAST_APPLIED);
+        assert_eq!(applied, Some(json!(desired.to_string())), "last-applied");
+        merged
+    };
+    let meta = json!({"name": "a", "uid": "u1", "generation": 3, "annotations": {"theirs": "t"}});
+    let merged = update(
+        json!({"metadata": meta, "status": {"s": 1},
+               "data": {"sent": "edited", "dropped": "2", "theirs": "3"}, "list": [1, 2]}),
+        json!({"metadata": {"name": "a"}, "data": {"sent": "1", "dropped": "2"}, "list": [1, 2]}),
+        json!({"metadata": {"name": "a", "uid": "mine", "generation": 9}, "status": {"s": 2},
+               "data": {"sent": "1"}, "list": [3]}),
+    );
+    assert_eq!(
+        merged,
+        json!({"metadata": meta, "status": {"s": 1},
+               "data": {"sent": "1", "theirs": "3"}, "list": [3]})
+    );
+
+    let merged = update(
+        json!({"spec": {"containers": [
+            {"name": "web", "image": "old", "theirs": true},
+            {"name": "gone", "image": "x"},
+            {"name": "side", "image": "y"}]}}),
+        json!({"spec": {"containers": [{"name": "web", "image": "old"}, {"name": "gone", "image": "x"}]}}),
+        json!({"spec": {"containers": [{"name": "new", "image": "z"}, {"name": "web", "image": "new"}]}}),
+    );
+    assert_eq!(
+        merged["spec"]["containers"],
+        json!([{"name": "web", "image": "new", "theirs": true}, {"name": "side", "image": "y"},
+               {"name": "new", "image": "z"}]),
+        "merged by name: observed order first, then the new items"
+    );
+
+    let merged = update(
+        json!({"ports": [{"port": 80, "name": "a"}, {"port": 81, "name": "a"}]}),
+        json!({"ports": [{"port": 80, "name": "a"}, {"port": 81, "name": "a"}]}),
+        json!({"ports": [{"port": 80, "name": "http"}, {"port": 81, "name": "a"}]}),
+    );
+    assert_eq!(
+        merged["ports"],
+        json!([{"port": 80, "name": "http"}, {"port": 81, "name": "a"}]),
+        "port comes before name"
+    );
+}
+
+/// Two items of one key collapse to the last as Metacontroller merges them: the desired first
+/// item's change is lost, and an observed pair becomes two copies of the merged last item.
+#[test]
+fn items_sharing_a_merge_key_collapse_to_the_last() {
+    let mut observed = json!({"metadata": {"name": "a"},
+        "workloads": [{"name": "api", "version": "1"}, {"name": "api", "version": "2"}]});
+    observed["metadata"]["annotations"][sim::apply::LAST_APPLIED] = json!(observed.to_string());
+    let desired = json!({"metadata": {"name": "a"},
+        "workloads": [{"name": "api", "version": "3"}, {"name": "api", "version": "2"}]});
+    let merged = sim::apply::apply_update(&observed, &desired).unwrap();
+    assert_eq!(
+        merged["workloads"],
+        json!([{"name": "api", "version": "2"}, {"name": "api", "version": "2"}])
+    );
+}
+
+/// A desired value of a type the observed one cannot take is a merge error: the sync fails and
+/// the child stays as it is.
+#[test]
+fn a_desired_value_of_another_type_fails_the_merge() {
+    let observed = json!({"metadata": {"name": "a"}, "data": {"k": "v"}});
+    let err = sim::apply::apply_update(&observed, &json!({"data": "v"})).unwrap_err();
+    assert!(err.contains("desired[data]"), "{err}");
+}
+
+/// A hand edit of a field the hook sends is put back at the next sync under `InPlace` (a write to
+/// a child queues its parent), with what the edit added beside it kept; `Recreate` makes the
+/// child again; `OnDelete` leaves the edit.
+#[test]
+fn an_edited_child_is_put_back_as_its_update_strategy_says() {
+    for (strategy, value, other_kept, recreated) in [
+        ("InPlace", "1", true, false),
+        ("Recreate", "1", false, true),
+        ("OnDelete", "edited", true, false),
+    ] {
+        let (mut sim, _) = setup(strategy, "v1", "");
+        sim.apply(&widget(&[("a", "1")])).unwrap();
+        sim.run_until_quiet();
+        let mut child = sim.get("ConfigMap", "ns", "a").unwrap().clone();
+        let uid = child["metadata"]["uid"].clone();
+        child["data"] = json!({"value": "edited", "other": "kept"});
+        sim.apply(&child.to_string()).unwrap();
+        sim.run_until_quiet();
+        assert_eq!(data(&sim, "a").as_deref(), Some(value), "{strategy}");
+        let child = sim.get("ConfigMap", "ns", "a").unwrap();
+        assert_eq!(
+            child["data"].get("other").is_some(),
+            other_kept,
+            "{strategy}"
+        );
+        assert_eq!(child["metadata"]["uid"] != uid, recreated, "{strategy}");
+        assert!(
+            sim.sync_errors.is_empty(),
+            "{strategy}: {:?}",
+            sim.sync_errors
+        );
+    }
+}

@@ -8,6 +8,8 @@
 //! Simplifications are listed in docs/SIMULATOR.md.
 #![allow(dead_code)]
 
+pub mod apply;
+
 use crate::common::{post_with_headers, TestServer};
 use base64::Engine;
 use serde_json::{json, Map, Value};
@@ -1417,7 +1419,6 @@ impl Sim {
                 .iter()
                 .find(|(r, _)| r.api_version == k.0 && r.kind == k.1)
                 .map(|(_, m)| m.clone());
-            let applied = serde_json::to_string(&d).unwrap();
             match observed.iter().find(|(o, _)| key_of(o) == k) {
                 None => {
                     if self.store.get(&k).is_some() {
@@ -1425,27 +1426,25 @@ impl Sim {
                         continue;
                     }
                     let mut c = d.clone();
-                    c["metadata"]["annotations"]
-                        ["metacontroller.k8s.io/last-applied-configuration"] = json!(applied);
+                    c["metadata"]["annotations"][apply::LAST_APPLIED] = json!(d.to_string());
                     c["metadata"]["ownerReferences"] = json!([owner_ref(owner)]);
                     if let Err(e) = self.api_write(c, METACONTROLLER) {
                         self.sync_errors.push(format!("create {k:?} denied: {e}"));
                     }
                 }
                 Some((o, _)) => {
-                    if o["metadata"].get("deletionTimestamp").is_some() {
-                        continue;
-                    }
-                    let last = str_at(
-                        o,
-                        "/metadata/annotations/metacontroller.k8s.io~1last-applied-configuration",
-                    );
-                    if last == applied {
+                    let merged = match apply::apply_update(o, &d) {
+                        Ok(merged) => merged,
+                        Err(e) => {
+                            self.sync_errors.push(format!("update {k:?}: {e}"));
+                            continue;
+                        }
+                    };
+                    if merged == *o || o["metadata"].get("deletionTimestamp").is_some() {
                         continue;
                     }
                     match method.as_deref().unwrap_or("OnDelete") {
                         "InPlace" | "RollingInPlace" => {
-                            let merged = three_way(o, &d, last, &applied);
                             if let Err(e) = self.api_write(merged, METACONTROLLER) {
                                 self.sync_errors.push(format!("update {k:?} denied: {e}"));
                             }
@@ -1623,55 +1622,6 @@ fn map_key(o: &Value, parent_ns: &str, version: &str) -> Option<String> {
         });
     }
     (ns == parent_ns).then(|| name.to_owned())
-}
-
-/// The simulator's 3-way merge, one level deep: top-level fields, labels and annotations the
-/// desired object sets win; those it stopped sending (present in last-applied) are removed; the
-/// rest, status and system metadata stay as observed.
-fn three_way(observed: &Value, desired: &Value, last_applied: &str, applied: &str) -> Value {
-    let last: Value = serde_json::from_str(last_applied).unwrap_or(json!({}));
-    let mut out = observed.clone();
-    let top = |v: &Value| {
-        v.as_object()
-            .map(|m| {
-                m.keys()
-                    .filter(|k| {
-                        !matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status")
-                    })
-                    .cloned()
-                    .collect::<BTreeSet<_>>()
-            })
-            .unwrap_or_default()
-    };
-    for k in top(&last).union(&top(desired)) {
-        match desired.get(k) {
-            Some(v) => out[k] = v.clone(),
-            None => {
-                out.as_object_mut().unwrap().remove(k);
-            }
-        }
-    }
-    for field in ["labels", "annotations"] {
-        let keys = |v: &Value| {
-            v["metadata"][field]
-                .as_object()
-                .map(|m| m.keys().cloned().collect::<BTreeSet<_>>())
-                .unwrap_or_default()
-        };
-        for k in keys(&last).union(&keys(desired)) {
-            match desired["metadata"][field].get(k) {
-                Some(v) => out["metadata"][field][k] = v.clone(),
-                None => {
-                    if let Some(m) = out["metadata"][field].as_object_mut() {
-                        m.remove(k);
-                    }
-                }
-            }
-        }
-    }
-    out["metadata"]["annotations"]["metacontroller.k8s.io/last-applied-configuration"] =
-        json!(applied);
-    out
 }
 
 /// Structural defaulting as the API server does it: absent properties with a `default` are set,
