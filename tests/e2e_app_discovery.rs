@@ -382,3 +382,41 @@ fn removing_metahooks_keeps_the_apps_it_made() {
     sim.run_until_quiet();
     assert!(app(&sim, "solo").is_none(), "a plain delete takes it");
 }
+
+/// Workloads `api` and `cart-api` of the app `cart` both have the short name `api`. The hook
+/// writes both entries, as Keptn does (§4.3), and on update sets the first (§4.4, as Keptn). But
+/// Metacontroller merges `spec.workloads` by `name` (contract §10): from the sync after the
+/// create, both stored entries are the second as the hook wrote it, and an update's new versions
+/// never land, while `spec.version` follows (DECISIONS, app-discovery).
+#[test]
+fn workloads_of_one_short_name_collapse_in_metacontrollers_merge() {
+    let mut sim = sim();
+    workload(&mut sim, "api", "cart", "1.0");
+    workload(&mut sim, "cart-api", "cart", "2.0");
+    request(&mut sim, "cart-1", "cart", false);
+    sim.advance(31);
+    sim.run_until_quiet();
+    let first = app(&sim, "cart").unwrap();
+    let collapsed = json!([{"name": "api", "version": "2.0"}, {"name": "api", "version": "2.0"}]);
+    assert_eq!(
+        first["spec"]["workloads"], collapsed,
+        "created as [api 1.0, api 2.0]"
+    );
+
+    workload(&mut sim, "api", "cart", "1.1");
+    workload(&mut sim, "cart-api", "cart", "2.1");
+    request(&mut sim, "cart-2", "cart", false);
+    sim.advance(31);
+    sim.run_until_quiet();
+    let second = app(&sim, "cart").unwrap();
+    assert_eq!(
+        second["spec"]["workloads"], collapsed,
+        "the hook wrote [api 2.1, api 2.0]"
+    );
+    assert_ne!(second["spec"]["version"], first["spec"]["version"]);
+    assert_eq!(
+        sim.get("AppDiscovery", NS, "discovery").unwrap()["status"]["apps"]["cart"]["workloads"],
+        2
+    );
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
