@@ -144,7 +144,7 @@ $(PROMTOOL):
 dev-packages:
 	pkg-config --exists openssl 2>/dev/null \
 		|| (command -v apt-get >/dev/null && apt-get update -qq && apt-get install -y -qq libssl-dev pkg-config) \
-		|| { echo "make: pkg-config finds no OpenSSL: install pkg-config and OpenSSL's headers (Debian libssl-dev, Fedora openssl-devel, Homebrew openssl)" >&2; exit 1; }
+		|| { echo "make: pkg-config finds no OpenSSL: install pkg-config and OpenSSL's headers (Debian libssl-dev, Fedora openssl-devel, Homebrew openssl@3 with PKG_CONFIG_PATH=\"\$$(brew --prefix openssl@3)/lib/pkgconfig\")" >&2; exit 1; }
 
 ## Build the container image's binary (static, glibc: scripts/image-binary.sh, as the Dockerfile
 ## does) and run it alone in an empty root directory as the image runs it (needs root: chroot).
