@@ -492,3 +492,68 @@ fn removing_metahooks_orphaning_a_set_keeps_its_pods() {
     );
     assert!(order.borrow().is_empty());
 }
+
+/// Metacontroller builds each request from its informer caches, which can be behind the API
+/// server (DECISIONS, delete-graph). A dependent seen late holds its dependency back: here the
+/// backend has stopped and gone while the caches still see it running, so the database stays
+/// until they catch up.
+#[test]
+fn a_dependent_the_caches_see_late_holds_its_dependency_back() {
+    let (mut sim, order) = sim();
+    start_chain(&mut sim);
+    let backend = sim.workload_pod(NS, "backend").unwrap();
+    sim.hold_in_caches("Pod", NS, &backend);
+    sim.set_workload_phase(NS, "backend", "Succeeded");
+    sim.store_delete_direct("Pod", NS, &backend);
+    sim.finish_terminations();
+    sim.delete("WorkloadSet", NS, "shop").unwrap();
+    sim.run_until_quiet();
+    sim.finish_terminations();
+    sim.run_until_quiet();
+    assert_eq!(*order.borrow(), ["frontend"]);
+    assert_eq!(
+        running(&sim),
+        ["database"],
+        "held back by a backend seen running"
+    );
+
+    sim.catch_up_caches();
+    sim.run_until_quiet();
+    assert_eq!(*order.borrow(), ["frontend", "database"]);
+    sim.finish_terminations();
+    sim.run_until_quiet();
+    assert!(sim.get("WorkloadSet", NS, "shop").is_none());
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+}
+
+/// The one window a cache behind opens (DECISIONS, delete-graph): the backend's Pod is created,
+/// and the set is deleted before the caches hear of the Pod. The teardown sees no dependent of
+/// the database and deletes it while the backend starts; the backend follows once the caches
+/// catch up. No request carries the Pod, so the hook cannot tell.
+#[test]
+fn a_dependent_the_caches_have_not_heard_of_lets_its_dependency_go() {
+    let (mut sim, order) = sim();
+    sim.apply(&set(chain())).unwrap();
+    sim.run_until_quiet();
+    sim.set_workload_phase(NS, "database", "Running");
+    sim.run_until_quiet();
+    let backend = sim.workload_pod(NS, "backend").unwrap();
+    sim.hide_from_caches("Pod", NS, &backend);
+    sim.delete("WorkloadSet", NS, "shop").unwrap();
+    sim.run_until_quiet();
+    assert_eq!(*order.borrow(), ["database"]);
+    assert_eq!(sim.violations.len(), 1, "{:?}", sim.violations);
+    assert!(
+        sim.violations[0].contains("-database-") && sim.violations[0].contains("-backend-"),
+        "{:?}",
+        sim.violations
+    );
+
+    sim.catch_up_caches();
+    sim.run_until_quiet();
+    assert_eq!(*order.borrow(), ["database", "backend"]);
+    sim.finish_terminations();
+    sim.run_until_quiet();
+    assert!(sim.get("WorkloadSet", NS, "shop").is_none());
+    assert_eq!(sim.violations.len(), 1);
+}

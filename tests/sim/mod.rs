@@ -341,6 +341,9 @@ pub struct Sim {
     etag_cache: HashMap<(String, String, String, String), (String, Value)>,
     /// Whether the API server reaches metahooks' admission webhooks ([`Sim::set_webhooks_reachable`]).
     webhooks_reachable: bool,
+    /// Children whose view in Metacontroller's caches is behind the store ([`Sim::hold_in_caches`]):
+    /// the object as last heard of, or `None` for one not heard of yet.
+    cache_holds: BTreeMap<Key, Option<Value>>,
     started: bool,
     pub calls: Vec<HookCall>,
     pub delete_checks: Vec<DeleteCheck>,
@@ -480,6 +483,7 @@ impl Sim {
             customize_cache: HashMap::new(),
             etag_cache: HashMap::new(),
             webhooks_reachable: true,
+            cache_holds: BTreeMap::new(),
             started: false,
             calls: Vec::new(),
             delete_checks: Vec::new(),
@@ -731,6 +735,51 @@ impl Sim {
     /// default, refuses the write). Metacontroller's hook calls are not affected.
     pub fn set_webhooks_reachable(&mut self, reachable: bool) {
         self.webhooks_reachable = reachable;
+    }
+
+    /// Metacontroller's caches stop hearing of this child, as an informer behind the API server:
+    /// syncs see it as it is now until [`Sim::catch_up_caches`], whatever happens to it meanwhile.
+    pub fn hold_in_caches(&mut self, kind: &str, namespace: &str, name: &str) {
+        let obj = self.get(kind, namespace, name).expect("an object").clone();
+        self.cache_holds.insert(key_of(&obj), Some(obj));
+    }
+
+    /// Metacontroller's caches have not heard of this child yet (one just created): syncs do not
+    /// see it until [`Sim::catch_up_caches`].
+    pub fn hide_from_caches(&mut self, kind: &str, namespace: &str, name: &str) {
+        let obj = self.get(kind, namespace, name).expect("an object");
+        self.cache_holds.insert(key_of(obj), None);
+    }
+
+    /// The caches hear of every held child as it is now, and its parent is synced, as after the
+    /// informer's watch events.
+    pub fn catch_up_caches(&mut self) {
+        for (key, seen) in std::mem::take(&mut self.cache_holds) {
+            if let Some(obj) = self.store.get(&key).cloned().or(seen) {
+                self.store.changed.push(obj);
+            }
+        }
+    }
+
+    /// Children of one type and namespace as Metacontroller's caches have them: the store, with
+    /// each held child as last heard of (one deleted since included) and each hidden one left out.
+    /// The flag tells a held view, which a sync must not write back.
+    fn cached_children(&self, r: &Resource, ns: &str) -> Vec<(Value, bool)> {
+        let held = |k: &Key| k.0 == r.api_version && k.1 == r.kind && k.2 == ns;
+        let mut out: Vec<(Value, bool)> = self
+            .store
+            .list_type(&r.api_version, &r.kind, Some(ns))
+            .into_iter()
+            .filter(|o| !self.cache_holds.contains_key(&key_of(o)))
+            .map(|o| (o, false))
+            .collect();
+        out.extend(
+            self.cache_holds
+                .iter()
+                .filter(|(k, _)| held(k))
+                .filter_map(|(_, seen)| seen.clone().map(|o| (o, true))),
+        );
+        out
     }
 
     /// Runs the matching admission webhooks; returns the (mutated) object. A call that fails
@@ -1274,7 +1323,16 @@ impl Sim {
             let entry = children
                 .entry(format!("{}.{}", r.kind, r.api_version))
                 .or_insert_with(|| json!({}));
-            for mut o in self.store.list_type(&r.api_version, &r.kind, Some(&ns)) {
+            for (mut o, held) in self.cached_children(r, &ns) {
+                if held {
+                    if controller_uid(&o).as_deref() == Some(uid.as_str()) {
+                        if let Some(k) = map_key(&o, &ns, version) {
+                            entry[k] = o.clone();
+                        }
+                        observed.push((o, method.clone()));
+                    }
+                    continue;
+                }
                 let owner = controller_uid(&o);
                 let selected = selector_matches(&selector, &o["metadata"]["labels"]);
                 if owner.as_deref() == Some(uid.as_str()) && !selected {
@@ -1400,6 +1458,12 @@ impl Sim {
         for (o, _) in observed {
             let k = key_of(o);
             if !desired_keys.contains(&k) && o["metadata"].get("deletionTimestamp").is_none() {
+                let uid = |v: &Value| str_at(v, "/metadata/uid").to_owned();
+                if self.store.get(&k).map(uid) != Some(uid(o)) {
+                    // Gone since the caches heard of it: NotFound (or the UID precondition
+                    // failed), which Metacontroller swallows.
+                    continue;
+                }
                 for check in self.delete_checks.iter_mut() {
                     if let Err(v) = check(&self.store, o) {
                         self.violations.push(v);
@@ -1441,6 +1505,10 @@ impl Sim {
                         }
                     };
                     if merged == *o || o["metadata"].get("deletionTimestamp").is_some() {
+                        continue;
+                    }
+                    if self.cache_holds.contains_key(&k) {
+                        // Its resourceVersion is behind: a Conflict, which Metacontroller swallows.
                         continue;
                     }
                     match method.as_deref().unwrap_or("OnDelete") {
