@@ -420,3 +420,40 @@ fn workloads_of_one_short_name_collapse_in_metacontrollers_merge() {
     );
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
+
+/// An app Keptn's controller made, adopted in the same sync as a request that drops one of its
+/// workloads (metahooks installed where Keptn already made apps): the hook writes the app
+/// without the entry, but the app carries no last-applied annotation yet, and Metacontroller's
+/// merge removes only what it applied (contract §10), so the entry stays until the next
+/// request, by when every sync has re-emitted the app and the annotation names it (DECISIONS,
+/// app-discovery).
+#[test]
+fn an_entry_dropped_in_the_adopting_sync_goes_at_the_next_request() {
+    let mut sim = Sim::with_manifests(&["keptn-crds", "app-discovery"]);
+    sim.apply(&json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnApp",
+        "metadata": {"name": "podtato-head", "namespace": NS,
+            "labels": {"app.kubernetes.io/managed-by": "keptn"}},
+        "spec": {"version": "c945ddbb36", "workloads": [{"name": "entry", "version": "0.1.0"}, {"name": "hat", "version": "0.1.0"}]}})
+        .to_string())
+        .unwrap();
+    workload(&mut sim, "podtato-head-entry", "podtato-head", "0.2.0");
+    request(&mut sim, "podtato-head-2", "podtato-head", true);
+    sim.apply(&json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery", "metadata": {"name": "discovery", "namespace": NS}}).to_string())
+        .unwrap();
+    sim.run_until_quiet();
+    let adopted = app(&sim, "podtato-head").unwrap();
+    assert_eq!(adopted["spec"]["version"], "0.2.0", "one workload left");
+    assert_eq!(
+        adopted["spec"]["workloads"],
+        json!([{"name": "entry", "version": "0.2.0"}, {"name": "hat", "version": "0.1.0"}]),
+        "the hook wrote [entry 0.2.0]"
+    );
+
+    request(&mut sim, "podtato-head-3", "podtato-head", true);
+    sim.run_until_quiet();
+    assert_eq!(
+        app(&sim, "podtato-head").unwrap()["spec"]["workloads"],
+        json!([{"name": "entry", "version": "0.2.0"}])
+    );
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
