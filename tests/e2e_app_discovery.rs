@@ -39,6 +39,17 @@ fn workload(sim: &mut Sim, name: &str, app: &str, version: &str) {
     .unwrap();
 }
 
+/// The app Keptn's own controller makes for podtato-head's entry and hat at 0.1.0: labelled,
+/// owned by nothing, its version Keptn's hash of "podtato-head-entry-0.1.0podtato-head-hat-0.1.0".
+fn keptns_podtato_head_app(sim: &mut Sim) {
+    sim.apply(&json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnApp",
+        "metadata": {"name": "podtato-head", "namespace": NS,
+            "labels": {"app.kubernetes.io/managed-by": "keptn"}},
+        "spec": {"version": "c945ddbb36", "workloads": [{"name": "entry", "version": "0.1.0"}, {"name": "hat", "version": "0.1.0"}]}})
+        .to_string())
+        .unwrap();
+}
+
 fn app(sim: &Sim, name: &str) -> Option<Value> {
     sim.get("KeptnApp", NS, name).cloned()
 }
@@ -254,16 +265,10 @@ fn an_app_made_by_keptns_own_controller_is_adopted_as_it_is_and_updated_later() 
     request(&mut sim, "podtato-head", "podtato-head", false);
     sim.run_until_quiet();
 
-    // Keptn's controller, 30 s on, before the AppDiscovery's strict "after 30 s": its app (the
-    // version is Keptn's hash of "podtato-head-entry-0.1.0podtato-head-hat-0.1.0"), then the
-    // request deleted.
+    // Keptn's controller, 30 s on, before the AppDiscovery's strict "after 30 s": its app, then
+    // the request deleted.
     sim.advance(30);
-    sim.apply(&json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnApp",
-        "metadata": {"name": "podtato-head", "namespace": NS,
-            "labels": {"app.kubernetes.io/managed-by": "keptn"}},
-        "spec": {"version": "c945ddbb36", "workloads": [{"name": "entry", "version": "0.1.0"}, {"name": "hat", "version": "0.1.0"}]}})
-        .to_string())
-        .unwrap();
+    keptns_podtato_head_app(&mut sim);
     sim.delete("KeptnAppCreationRequest", NS, "podtato-head")
         .unwrap();
     let made = app(&sim, "podtato-head").unwrap();
@@ -430,12 +435,7 @@ fn workloads_of_one_short_name_collapse_in_metacontrollers_merge() {
 #[test]
 fn an_entry_dropped_in_the_adopting_sync_goes_at_the_next_request() {
     let mut sim = Sim::with_manifests(&["keptn-crds", "app-discovery"]);
-    sim.apply(&json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnApp",
-        "metadata": {"name": "podtato-head", "namespace": NS,
-            "labels": {"app.kubernetes.io/managed-by": "keptn"}},
-        "spec": {"version": "c945ddbb36", "workloads": [{"name": "entry", "version": "0.1.0"}, {"name": "hat", "version": "0.1.0"}]}})
-        .to_string())
-        .unwrap();
+    keptns_podtato_head_app(&mut sim);
     workload(&mut sim, "podtato-head-entry", "podtato-head", "0.2.0");
     request(&mut sim, "podtato-head-2", "podtato-head", true);
     sim.apply(&json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery", "metadata": {"name": "discovery", "namespace": NS}}).to_string())
