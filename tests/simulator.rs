@@ -24,6 +24,8 @@ struct Hook {
     seen_keys: Vec<String>,
     /// Desired labels are left off the children (they then miss the parent's selector).
     drop_labels: bool,
+    /// Fields set in the sync answer over what it would say.
+    answer_fields: serde_json::Map<String, Value>,
 }
 
 type Shared = Arc<Mutex<Hook>>;
@@ -72,6 +74,9 @@ async fn sync(State(h): State<Shared>, Json(req): Json<Value>) -> Response {
     }
     if finalizing {
         resp["finalized"] = json!(observed.is_empty());
+    }
+    for (name, value) in &hook.answer_fields {
+        resp[name] = value.clone();
     }
     Json(resp).into_response()
 }
@@ -376,6 +381,46 @@ fn a_500_answer_changes_nothing() {
     sim.advance(1);
     sim.run_until_quiet();
     assert!(sim.get("ConfigMap", "ns", "a").is_none());
+}
+
+/// An answer Metacontroller cannot read into its typed response fails the sync with no change
+/// (contract §3.1): a field of another type, or a child without a `kind`, whatever the hook
+/// version; an unknown field only in strict mode, the default of a `v2` hook, and not in `v1`'s
+/// loose mode.
+#[test]
+fn an_answer_metacontroller_cannot_decode_changes_nothing() {
+    for (version, field, value, fails) in [
+        ("v1", "resyncAfterSeconds", json!("5"), true),
+        ("v2", "status", json!([]), true),
+        ("v1", "finalized", json!("true"), true),
+        (
+            "v1",
+            "children",
+            json!([{"apiVersion": "v1", "metadata": {"name": "a"}}]),
+            true,
+        ),
+        ("v2", "attachments", json!([]), true),
+        ("v1", "attachments", json!([]), false),
+        ("v2", "resyncAfterSeconds", json!(null), false),
+    ] {
+        let (mut sim, hook) = setup("InPlace", version, "");
+        sim.apply(&widget(&[("a", "1")])).unwrap();
+        sim.run_until_quiet();
+        hook.lock()
+            .unwrap()
+            .answer_fields
+            .insert(field.into(), value.clone());
+        sim.apply(&widget(&[("a", "2")])).unwrap();
+        sim.run_until_quiet();
+        let case = format!("{version} {field}: {value}");
+        let expected = if fails { "1" } else { "2" };
+        assert_eq!(data(&sim, "a").as_deref(), Some(expected), "{case}");
+        let failed = sim
+            .sync_errors
+            .iter()
+            .any(|e| e.contains("decoding the answer"));
+        assert_eq!(failed, fails, "{case}: {:?}", sim.sync_errors);
+    }
 }
 
 #[test]

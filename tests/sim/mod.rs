@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 pub mod apply;
+pub mod response;
 
 use crate::common::{post_with_headers, TestServer};
 use base64::Engine;
@@ -1145,6 +1146,7 @@ impl Sim {
             None => {
                 let resp = self.call(
                     &hook,
+                    response::Shape::Customize,
                     &json!({"controller": controller, "parent": parent}),
                     parent,
                 )?;
@@ -1206,7 +1208,15 @@ impl Sim {
     /// POSTs a hook; anything but a decodable 200 is an error (429 schedules a retry). With the
     /// hook's `webhook.etag.enabled`, the last answer's tag is sent as `If-None-Match` and a 304
     /// stands for that answer, as in Metacontroller's `webhook_etag.go`.
-    fn call(&mut self, hook: &Value, body: &Value, parent: &Value) -> Result<Value, String> {
+    /// Calls `hook` with `body` and reads its answer into `shape` as Metacontroller does; any
+    /// answer but one it decodes is the `Err`.
+    fn call(
+        &mut self,
+        hook: &Value,
+        shape: response::Shape,
+        body: &Value,
+        parent: &Value,
+    ) -> Result<Value, String> {
         let url = str_at(hook, "/webhook/url");
         let path = url
             .split_once("://")
@@ -1231,22 +1241,27 @@ impl Sim {
             status: reply.status,
             parent: str_at(parent, "/metadata/name").into(),
         });
-        match (reply.status, reply.json) {
+        let answer = match (reply.status, reply.json) {
             (200, Some(v)) => {
                 if let (Some(key), Some(tag)) = (etag_key, reply.etag) {
                     self.etag_cache.insert(key, (tag, v.clone()));
                 }
-                Ok(v)
+                v
             }
             (304, _) if if_none_match.is_some() => {
-                Ok(self.etag_cache[etag_key.as_ref().unwrap()].1.clone())
+                self.etag_cache[etag_key.as_ref().unwrap()].1.clone()
             }
-            (429, _) => Err(format!(
-                "429 retry-after {}",
-                reply.retry_after.unwrap_or(0)
-            )),
-            (s, _) => Err(format!("{path}: unsupported status code: {s}")),
-        }
+            (429, _) => {
+                return Err(format!(
+                    "429 retry-after {}",
+                    reply.retry_after.unwrap_or(0)
+                ))
+            }
+            (s, _) => return Err(format!("{path}: unsupported status code: {s}")),
+        };
+        response::decode(shape, response::strict(hook), &answer)
+            .map_err(|e| format!("{path}: decoding the answer: {e}"))?;
+        Ok(answer)
     }
 
     /// A failed sync: 429 is retried after its Retry-After; any other error after one virtual
@@ -1363,7 +1378,7 @@ impl Sim {
             Err(e) => return self.record_error(ctrl, key, e),
         };
         let request = json!({"controller": controller, "parent": parent, "children": children, "related": related, "finalizing": finalizing});
-        let resp = match self.call(&hook, &request, &parent) {
+        let resp = match self.call(&hook, response::Shape::Composite, &request, &parent) {
             Ok(r) => r,
             Err(e) => return self.record_error(ctrl, key, e),
         };
@@ -1592,7 +1607,7 @@ impl Sim {
             Err(e) => return self.record_error(DECORATOR + ctrl, key, e),
         };
         let request = json!({"controller": controller, "object": target, "attachments": attachments, "related": related, "finalizing": finalizing});
-        let resp = match self.call(&hook, &request, &target) {
+        let resp = match self.call(&hook, response::Shape::Decorator, &request, &target) {
             Ok(r) => r,
             Err(e) => return self.record_error(DECORATOR + ctrl, key, e),
         };
