@@ -183,11 +183,12 @@ fn list_map_key(lists: &[&[Value]]) -> Option<&'static str> {
     MERGE_KEYS.into_iter().find(|k| common.contains(k))
 }
 
-/// A merge key as a string: a string as it is, anything else as its JSON text (Go's `%v`, the
-/// same for the numbers and booleans such a key holds).
+/// A merge key as a string, as Go's `%v` prints it: a string as it is, null as `<nil>`, a number
+/// or boolean as its JSON text (the same), anything else as its JSON text.
 fn merge_key(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
+        Value::Null => "<nil>".to_owned(),
         other => other.to_string(),
     }
 }
