@@ -167,9 +167,14 @@ fn setup(strategy: &str, version: &str, extra: &str) -> (Sim, Shared) {
 
 /// A simulator with the Widget CRD and these controllers, against a fresh test hook server.
 fn setup_with(controllers: &str) -> (Sim, Shared) {
+    setup_with_crd(CRD, controllers)
+}
+
+/// A simulator with this Widget CRD and these controllers, against a fresh test hook server.
+fn setup_with_crd(crd: &str, controllers: &str) -> (Sim, Shared) {
     let state: Shared = Arc::default();
     let addr = hook_server(state.clone());
-    let mut docs = load_yaml(CRD);
+    let mut docs = load_yaml(crd);
     docs.extend(load_yaml(controllers));
     (
         Sim::new(addr, Arc::new(AtomicI64::new(1_780_315_200)), docs),
@@ -766,4 +771,57 @@ fn an_edited_child_is_put_back_as_its_update_strategy_says() {
             sim.sync_errors
         );
     }
+}
+
+/// The Widget CRD with a structural schema: `spec` keeps anything, `status` names `observed`
+/// and `observedGeneration` only (the test hook also writes `related`).
+const CRD_WITH_SCHEMA: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {selector: {type: object, x-kubernetes-preserve-unknown-fields: true}, children: {type: array, items: {type: object, properties: {name: {type: string}, value: {type: string}}}}}}
+          status: {type: object, properties: {observed: {type: integer}, observedGeneration: {type: integer}}}
+"#;
+
+/// The API server prunes a custom resource to its CRD's schema on every write: a user's field
+/// the schema does not name is dropped silently, metadata stays whole, and a field a hook's
+/// status carries that the schema does not name fails the scenario, since the hook would never
+/// read it back.
+#[test]
+fn a_custom_resource_is_pruned_to_its_schema() {
+    let (mut sim, _) = setup_with_crd(CRD_WITH_SCHEMA, &controller("OnDelete", "v1", ""));
+    let mut w: Value = serde_json::from_str(&widget(&[("a", "1")])).unwrap();
+    w["spec"]["unknown"] = json!(true);
+    w["spec"]["children"][0]["extra"] = json!("x");
+    w["metadata"]["labels"] = json!({"l": "v"});
+    sim.apply(&w.to_string()).unwrap();
+    let stored = sim.get("Widget", "ns", "w").unwrap();
+    assert_eq!(stored["spec"].get("unknown"), None);
+    assert_eq!(
+        stored["spec"]["children"],
+        json!([{"name": "a", "value": "1"}])
+    );
+    assert_eq!(
+        stored["spec"]["selector"], w["spec"]["selector"],
+        "preserved"
+    );
+    assert_eq!(stored["metadata"]["labels"], json!({"l": "v"}));
+    assert_eq!(stored["metadata"]["namespace"], "ns");
+
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sim.run_until_quiet()));
+    let message = *failed.unwrap_err().downcast::<String>().unwrap();
+    assert!(message.contains("Widget w: .status.related"), "{message}");
 }

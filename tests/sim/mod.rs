@@ -345,6 +345,8 @@ pub struct Sim {
     /// Children whose view in Metacontroller's caches is behind the store ([`Sim::hold_in_caches`]):
     /// the object as last heard of, or `None` for one not heard of yet.
     cache_holds: BTreeMap<Key, Option<Value>>,
+    /// Fields a CRD's schema dropped from what Metacontroller wrote, as `<Kind> <name>: .path`.
+    pruned: Vec<String>,
     started: bool,
     pub calls: Vec<HookCall>,
     pub delete_checks: Vec<DeleteCheck>,
@@ -485,6 +487,7 @@ impl Sim {
             etag_cache: HashMap::new(),
             webhooks_reachable: true,
             cache_holds: BTreeMap::new(),
+            pruned: Vec::new(),
             started: false,
             calls: Vec::new(),
             delete_checks: Vec::new(),
@@ -595,6 +598,38 @@ impl Sim {
         written
     }
 
+    /// Prunes what Metacontroller writes (a hook's child, or a parent's status) and records each
+    /// field the schema drops: the API server would take the write and lose the field, which
+    /// the hook reads back on its next sync, so [`Sim::run_until_quiet`] fails on any.
+    fn prune_metacontrollers_write(&mut self, obj: &mut Value, schema: &Value) {
+        let before = obj.clone();
+        prune(obj, schema, true);
+        let mut dropped = Vec::new();
+        dropped_fields(&before, obj, "", &mut dropped);
+        for field in dropped {
+            self.pruned.push(format!(
+                "{} {}: {field}",
+                str_at(obj, "/kind"),
+                str_at(obj, "/metadata/name")
+            ));
+        }
+    }
+
+    /// Metacontroller's write of a parent's or target's status, labels and annotations, which
+    /// no admission webhook sees here: pruned by its CRD's schema, and no write at all (so no
+    /// event) when that leaves the object as it is, as the API server skips a no-op update.
+    fn write_status(&mut self, mut obj: Value) {
+        let schema = self
+            .resource_by_kind(str_at(&obj, "/apiVersion"), str_at(&obj, "/kind"))
+            .and_then(|r| r.schema);
+        if let Some(schema) = &schema {
+            self.prune_metacontrollers_write(&mut obj, schema);
+        }
+        if self.store.get(&key_of(&obj)) != Some(&obj) {
+            self.store.replace(obj);
+        }
+    }
+
     fn api_write(&mut self, mut obj: Value, user: &str) -> Result<(), String> {
         let key = key_of(&obj);
         let old = self.store.get(&key).cloned();
@@ -626,10 +661,18 @@ impl Sim {
             .resource_by_kind(str_at(&obj, "/apiVersion"), str_at(&obj, "/kind"))
             .and_then(|r| r.schema);
         if let Some(schema) = &schema {
+            if user == METACONTROLLER {
+                self.prune_metacontrollers_write(&mut obj, schema);
+            } else {
+                prune(&mut obj, schema, true);
+            }
             apply_defaults(&mut obj, schema);
         }
         let obj = self.admit(operation, Some(obj), old.clone(), user)?;
-        let obj = obj.expect("object");
+        let mut obj = obj.expect("object");
+        if let Some(schema) = &schema {
+            prune(&mut obj, schema, true);
+        }
         Self::validate_object(&obj, schema.as_ref())?;
         match old {
             None => {
@@ -943,6 +986,11 @@ impl Sim {
                 self.resync_at.remove(&d);
                 self.queue.insert(d);
             }
+            assert!(
+                self.pruned.is_empty(),
+                "the CRDs' schemas drop what Metacontroller wrote: {:?}",
+                self.pruned
+            );
             if self.queue.is_empty() {
                 return round;
             }
@@ -1454,7 +1502,7 @@ impl Sim {
             status["observedGeneration"] = p["metadata"]["generation"].clone();
             if p.get("status") != Some(&status) {
                 p["status"] = status;
-                self.store.replace(p);
+                self.write_status(p);
             }
         }
     }
@@ -1639,7 +1687,7 @@ impl Sim {
         if finalizing && resp["finalized"] == json!(true) {
             set_finalizer(&mut t, &finalizer, false);
         }
-        self.store.replace(t);
+        self.write_status(t);
         self.store.finish_if_released(key, self.now());
         let Some(target) = self.store.get(key).cloned() else {
             return;
@@ -1705,6 +1753,66 @@ fn map_key(o: &Value, parent_ns: &str, version: &str) -> Option<String> {
         });
     }
     (ns == parent_ns).then(|| name.to_owned())
+}
+
+/// The paths of the fields `before` has and `after` has not (objects only; a list keeps its
+/// places), `.a.b` style.
+fn dropped_fields(before: &Value, after: &Value, at: &str, out: &mut Vec<String>) {
+    match (before, after) {
+        (Value::Object(b), Value::Object(a)) => {
+            for (name, value) in b {
+                let path = format!("{at}.{name}");
+                match a.get(name) {
+                    Some(kept) => dropped_fields(value, kept, &path, out),
+                    None => out.push(path),
+                }
+            }
+        }
+        (Value::Array(b), Value::Array(a)) => {
+            for (i, (value, kept)) in b.iter().zip(a).enumerate() {
+                dropped_fields(value, kept, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Structural pruning as the API server does it on every write of a custom resource, status
+/// included: a field its schema does not name is dropped, unless its object says
+/// `x-kubernetes-preserve-unknown-fields` or gives `additionalProperties`; `apiVersion`, `kind`
+/// and `metadata` stay at the root and in an embedded resource.
+fn prune(obj: &mut Value, schema: &Value, root: bool) {
+    match obj {
+        Value::Object(map) => {
+            let preserve = schema["x-kubernetes-preserve-unknown-fields"] == json!(true);
+            let embedded = root || schema["x-kubernetes-embedded-resource"] == json!(true);
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            map.retain(|name, value| {
+                if embedded && matches!(name.as_str(), "apiVersion" | "kind" | "metadata") {
+                    // ObjectMeta is the API server's own; a schema only constrains its name.
+                    return true;
+                }
+                let kept = match props.and_then(|p| p.get(name)) {
+                    Some(child) => Some(child),
+                    None => additional,
+                };
+                match kept {
+                    Some(child) => {
+                        prune(value, child, false);
+                        true
+                    }
+                    None => preserve,
+                }
+            });
+        }
+        Value::Array(items) => {
+            if let Some(child) = schema.get("items") {
+                items.iter_mut().for_each(|item| prune(item, child, false));
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Structural defaulting as the API server does it: absent properties with a `default` are set,
