@@ -825,3 +825,46 @@ fn a_custom_resource_is_pruned_to_its_schema() {
     let message = *failed.unwrap_err().downcast::<String>().unwrap();
     assert!(message.contains("Widget w: .status.related"), "{message}");
 }
+
+/// ConfigMap and Secret data are checked as the API server checks them, for a hook's children
+/// and a user's writes alike: config keys, string values, base64 in a Secret, the two keys of a
+/// `kubernetes.io/tls` Secret.
+#[test]
+fn configmap_and_secret_data_are_checked_as_the_api_server_does() {
+    let (mut sim, hook) = setup("InPlace", "v1", "");
+    let child = |data: Value| {
+        json!([{"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "a", "labels": {"widget": "w"}}, "data": data}])
+    };
+    for (data, error) in [
+        (json!({"a b": "1"}), "data[a b]: Invalid value"),
+        (json!({"k": 1}), "data[k]: must be a string"),
+    ] {
+        hook.lock()
+            .unwrap()
+            .answer_fields
+            .insert("children".into(), child(data));
+        sim.apply(&widget(&[])).unwrap();
+        sim.advance(1); // the last case's retry is due
+        sim.run_until_quiet();
+        assert!(sim.get("ConfigMap", "ns", "a").is_none(), "{error}");
+        assert!(
+            sim.sync_errors.last().unwrap().contains(error),
+            "{error}: {:?}",
+            sim.sync_errors
+        );
+    }
+    let secret = |data: Value| {
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+               "metadata": {"name": "s", "namespace": "ns"}, "data": data})
+        .to_string()
+    };
+    let err = sim
+        .apply(&secret(json!({"tls.crt": "not base64!", "tls.key": ""})))
+        .unwrap_err();
+    assert!(err.contains("data[tls.crt]: illegal base64 data"), "{err}");
+    let err = sim.apply(&secret(json!({"tls.crt": ""}))).unwrap_err();
+    assert!(err.contains("data[tls.key]: Required value"), "{err}");
+    sim.apply(&secret(json!({"tls.crt": "YQ==", "tls.key": ""})))
+        .unwrap();
+}

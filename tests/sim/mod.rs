@@ -683,11 +683,13 @@ impl Sim {
         Ok(())
     }
 
-    /// Three of the API server's own checks of an object, those a name can fail: a name that is
-    /// no DNS-1123 subdomain (the rule of every kind the scenarios write), a label value longer
-    /// than 63 characters (every kind; a child carries its parent's name in one), and a custom
-    /// resource's name longer than its CRD's (`schema`) `metadata.name` `maxLength`.
+    /// The API server's own checks of an object that a hook's answer can fail: a name that is no
+    /// DNS-1123 subdomain (the rule of every kind the scenarios write), a label value longer
+    /// than 63 characters (every kind; a child carries its parent's name in one), a custom
+    /// resource's name longer than its CRD's (`schema`) `metadata.name` `maxLength`, and a
+    /// ConfigMap's or Secret's data ([`validate_data`]).
     fn validate_object(obj: &Value, schema: Option<&Value>) -> Result<(), String> {
+        validate_data(obj)?;
         let name = str_at(obj, "/metadata/name");
         if !metahooks_hooks::meta::is_dns1123_subdomain(name) {
             return Err(format!(
@@ -1346,7 +1348,7 @@ impl Sim {
             set_finalizer(&mut parent, &finalizer, true);
             if let Err(e) = self.api_write(parent, METACONTROLLER) {
                 self.sync_errors.push(format!("adding the finalizer: {e}"));
-                return;
+                return self.retry(ctrl, key);
             }
             parent = self.store.get(key).cloned().unwrap();
         }
@@ -1441,9 +1443,11 @@ impl Sim {
             set_finalizer(&mut p, &finalizer, false);
             match self.api_write(p, METACONTROLLER) {
                 Ok(()) => self.store.finish_if_released(key, self.now()),
-                Err(e) => self
-                    .sync_errors
-                    .push(format!("removing the finalizer: {e}")),
+                Err(e) => {
+                    self.sync_errors
+                        .push(format!("removing the finalizer: {e}"));
+                    self.retry(ctrl, key);
+                }
             }
         }
         // Desired children: namespace defaulted, controller-uid added, selector checked.
@@ -1484,15 +1488,14 @@ impl Sim {
                 !deleting || (has_finalizer(p) && !gc)
             }
         };
-        if manage {
-            self.manage(
+        let failed = manage
+            && self.manage(
                 &observed,
                 &desired,
                 &child_types,
                 still.as_ref().unwrap(),
                 None,
             );
-        }
         if let Some(mut p) = self.store.get(key).cloned() {
             let mut status = resp
                 .get("status")
@@ -1505,9 +1508,19 @@ impl Sim {
                 self.write_status(p);
             }
         }
+        if failed {
+            self.retry(ctrl, key);
+        }
     }
 
-    /// Deletes undesired children, creates missing ones, updates per strategy (contract §5.3 step 9).
+    /// Syncs the parent again after one virtual second, as Metacontroller's back-off does after a
+    /// failed sync (it starts at 5 ms and doubles).
+    fn retry(&mut self, ctrl: usize, key: &Key) {
+        self.resync_at.insert((ctrl, key.clone()), self.now() + 1);
+    }
+
+    /// Deletes undesired children, creates missing ones, updates per strategy (contract §5.3 step
+    /// 9); whether a write failed (recorded in `sync_errors`), which fails the sync (step 11).
     fn manage(
         &mut self,
         observed: &[(Value, String)],
@@ -1515,7 +1528,8 @@ impl Sim {
         types: &[(Resource, String)],
         owner: &Value,
         decorator: Option<&str>,
-    ) {
+    ) -> bool {
+        let errors_before = self.sync_errors.len();
         let now = self.now();
         let desired_keys: BTreeSet<Key> = desired.iter().map(key_of).collect();
         for (o, _) in observed {
@@ -1586,6 +1600,7 @@ impl Sim {
                 }
             }
         }
+        self.sync_errors.len() > errors_before
     }
 
     fn sync_decorator(&mut self, ctrl: usize, key: &Key) {
@@ -1704,7 +1719,9 @@ impl Sim {
                 a["metadata"]["namespace"] = json!(ns);
             }
         }
-        self.manage(&observed, &desired, &types, &target, Some(&name));
+        if self.manage(&observed, &desired, &types, &target, Some(&name)) {
+            self.retry(DECORATOR + ctrl, key);
+        }
     }
 }
 
@@ -1753,6 +1770,56 @@ fn map_key(o: &Value, parent_ns: &str, version: &str) -> Option<String> {
         });
     }
     (ns == parent_ns).then(|| name.to_owned())
+}
+
+/// A ConfigMap's `data` or a Secret's, as the API server checks them: keys of
+/// `[-._a-zA-Z0-9]`, string values, base64 ones in a Secret, the two keys a `kubernetes.io/tls`
+/// Secret must have, and at most 1 MiB in all.
+fn validate_data(obj: &Value) -> Result<(), String> {
+    let kind = str_at(obj, "/kind");
+    if str_at(obj, "/apiVersion") != "v1" || !matches!(kind, "ConfigMap" | "Secret") {
+        return Ok(());
+    }
+    let data = match &obj["data"] {
+        Value::Null => Map::new(),
+        Value::Object(data) => data.clone(),
+        _ => return Err("data: must be a map".into()),
+    };
+    let mut size = 0;
+    for (key, value) in &data {
+        let valid_key = !key.is_empty()
+            && key.len() <= 253
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+        if !valid_key {
+            return Err(format!("data[{key}]: Invalid value: a valid config key"));
+        }
+        let Some(text) = value.as_str() else {
+            return Err(format!("data[{key}]: must be a string"));
+        };
+        size += if kind == "Secret" {
+            base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .map_err(|e| format!("data[{key}]: illegal base64 data: {e}"))?
+                .len()
+        } else {
+            text.len()
+        };
+    }
+    if kind == "Secret" && str_at(obj, "/type") == "kubernetes.io/tls" {
+        for key in ["tls.crt", "tls.key"] {
+            if !data.contains_key(key) {
+                return Err(format!("data[{key}]: Required value"));
+            }
+        }
+    }
+    if size > 1 << 20 {
+        return Err(format!(
+            "data: Too long: must have at most 1048576 bytes ({size})"
+        ));
+    }
+    Ok(())
 }
 
 /// The paths of the fields `before` has and `after` has not (objects only; a list keeps its
