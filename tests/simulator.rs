@@ -868,3 +868,22 @@ fn configmap_and_secret_data_are_checked_as_the_api_server_does() {
     sim.apply(&secret(json!({"tls.crt": "YQ==", "tls.key": ""})))
         .unwrap();
 }
+
+/// A child of a type the controller does not declare is created by Metacontroller and then
+/// never observed, updated or deleted (contract §5.3): a hook fault it takes silently, which
+/// fails the scenario here.
+#[test]
+fn a_child_of_an_undeclared_type_fails_the_scenario() {
+    let (mut sim, hook) = setup("InPlace", "v1", "");
+    hook.lock().unwrap().answer_fields.insert(
+        "children".into(),
+        json!([{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "labels": {"widget": "w"}}}]),
+    );
+    sim.apply(&widget(&[])).unwrap();
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sim.run_until_quiet()));
+    let message = *failed.unwrap_err().downcast::<String>().unwrap();
+    assert!(
+        message.contains("Widget w answers Secret s of a type its controller does not declare"),
+        "{message}"
+    );
+}

@@ -345,8 +345,10 @@ pub struct Sim {
     /// Children whose view in Metacontroller's caches is behind the store ([`Sim::hold_in_caches`]):
     /// the object as last heard of, or `None` for one not heard of yet.
     cache_holds: BTreeMap<Key, Option<Value>>,
-    /// Fields a CRD's schema dropped from what Metacontroller wrote, as `<Kind> <name>: .path`.
-    pruned: Vec<String>,
+    /// What Metacontroller takes without an error and a cluster suffers from, each a fault of a
+    /// hook or a manifest: a field a CRD's schema dropped from what it wrote, a desired child of
+    /// a type its controller does not declare. [`Sim::run_until_quiet`] fails on any.
+    silent_faults: Vec<String>,
     started: bool,
     pub calls: Vec<HookCall>,
     pub delete_checks: Vec<DeleteCheck>,
@@ -487,7 +489,7 @@ impl Sim {
             etag_cache: HashMap::new(),
             webhooks_reachable: true,
             cache_holds: BTreeMap::new(),
-            pruned: Vec::new(),
+            silent_faults: Vec::new(),
             started: false,
             calls: Vec::new(),
             delete_checks: Vec::new(),
@@ -607,8 +609,8 @@ impl Sim {
         let mut dropped = Vec::new();
         dropped_fields(&before, obj, "", &mut dropped);
         for field in dropped {
-            self.pruned.push(format!(
-                "{} {}: {field}",
+            self.silent_faults.push(format!(
+                "a schema drops {} {}: {field}",
                 str_at(obj, "/kind"),
                 str_at(obj, "/metadata/name")
             ));
@@ -989,9 +991,9 @@ impl Sim {
                 self.queue.insert(d);
             }
             assert!(
-                self.pruned.is_empty(),
-                "the CRDs' schemas drop what Metacontroller wrote: {:?}",
-                self.pruned
+                self.silent_faults.is_empty(),
+                "Metacontroller would take these silently: {:?}",
+                self.silent_faults
             );
             if self.queue.is_empty() {
                 return round;
@@ -1532,6 +1534,21 @@ impl Sim {
         let errors_before = self.sync_errors.len();
         let now = self.now();
         let desired_keys: BTreeSet<Key> = desired.iter().map(key_of).collect();
+        for k in &desired_keys {
+            if !types
+                .iter()
+                .any(|(r, _)| r.api_version == k.0 && r.kind == k.1)
+            {
+                // Created, then never observed, updated or deleted (contract §5.3).
+                self.silent_faults.push(format!(
+                    "{} {} answers {} {} of a type its controller does not declare",
+                    str_at(owner, "/kind"),
+                    str_at(owner, "/metadata/name"),
+                    k.1,
+                    k.3
+                ));
+            }
+        }
         for (o, _) in observed {
             let k = key_of(o);
             if !desired_keys.contains(&k) && o["metadata"].get("deletionTimestamp").is_none() {
