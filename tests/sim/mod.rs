@@ -1323,8 +1323,7 @@ impl Sim {
             .strip_prefix("429 retry-after ")
             .and_then(|s| s.parse::<i64>().ok())
             .unwrap_or(1);
-        self.resync_at
-            .insert((ctrl, key.clone()), self.now() + retry);
+        self.retry_after(ctrl, key, retry);
         self.sync_errors
             .push(format!("{}/{}: {error}", key.2, key.3));
     }
@@ -1518,7 +1517,12 @@ impl Sim {
     /// Syncs the parent again after one virtual second, as Metacontroller's back-off does after a
     /// failed sync (it starts at 5 ms and doubles).
     fn retry(&mut self, ctrl: usize, key: &Key) {
-        self.resync_at.insert((ctrl, key.clone()), self.now() + 1);
+        self.retry_after(ctrl, key, 1);
+    }
+
+    fn retry_after(&mut self, ctrl: usize, key: &Key, seconds: i64) {
+        self.resync_at
+            .insert((ctrl, key.clone()), self.now() + seconds);
     }
 
     /// Deletes undesired children, creates missing ones, updates per strategy (contract §5.3 step
