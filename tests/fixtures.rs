@@ -197,18 +197,9 @@ fn read_json(path: &Path) -> serde_json::Value {
 /// The top-level fields each hook kind may answer with (contract §5.2, §6.2, §7.2; AdmissionReview).
 fn allowed_fields(kind: HookKind) -> &'static [&'static str] {
     match kind {
-        HookKind::CompositeSync | HookKind::CompositeFinalize => {
-            &["status", "children", "resyncAfterSeconds", "finalized"]
-        }
-        HookKind::DecoratorSync => &[
-            "labels",
-            "annotations",
-            "status",
-            "attachments",
-            "resyncAfterSeconds",
-            "finalized",
-        ],
-        HookKind::Customize => &["relatedResources"],
+        HookKind::CompositeSync | HookKind::CompositeFinalize => common::COMPOSITE_ANSWER_FIELDS,
+        HookKind::DecoratorSync => common::DECORATOR_ANSWER_FIELDS,
+        HookKind::Customize => common::CUSTOMIZE_ANSWER_FIELDS,
         HookKind::ValidatingAdmission | HookKind::MutatingAdmission => {
             &["apiVersion", "kind", "response"]
         }

@@ -134,16 +134,24 @@ fn hook_server(state: Shared) -> SocketAddr {
     rx.recv().unwrap()
 }
 
-const CRD: &str = r#"
+/// The Widget CRD, with this `openAPIV3Schema` (JSON) or none.
+fn widget_crd(schema: Option<&str>) -> String {
+    let schema = schema.map_or(String::new(), |s| {
+        format!(", schema: {{openAPIV3Schema: {s}}}")
+    });
+    format!(
+        r#"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
+metadata: {{name: widgets.example.com}}
 spec:
   group: example.com
   scope: Namespaced
-  names: {kind: Widget, plural: widgets}
-  versions: [{name: v1, served: true, storage: true, subresources: {status: {}}}]
-"#;
+  names: {{kind: Widget, plural: widgets}}
+  versions: [{{name: v1, served: true, storage: true, subresources: {{status: {{}}}}{schema}}}]
+"#
+    )
+}
 
 fn controller(strategy: &str, version: &str, extra: &str) -> String {
     format!(
@@ -167,7 +175,7 @@ fn setup(strategy: &str, version: &str, extra: &str) -> (Sim, Shared) {
 
 /// A simulator with the Widget CRD and these controllers, against a fresh test hook server.
 fn setup_with(controllers: &str) -> (Sim, Shared) {
-    setup_with_crd(CRD, controllers)
+    setup_with_crd(&widget_crd(None), controllers)
 }
 
 /// A simulator with this Widget CRD and these controllers, against a fresh test hook server.
@@ -773,28 +781,16 @@ fn an_edited_child_is_put_back_as_its_update_strategy_says() {
     }
 }
 
-/// The Widget CRD with a structural schema: `spec` keeps anything, `status` names `observed`
-/// and `observedGeneration` only (the test hook also writes `related`).
-const CRD_WITH_SCHEMA: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {kind: Widget, plural: widgets}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, properties: {selector: {type: object, x-kubernetes-preserve-unknown-fields: true}, children: {type: array, items: {type: object, properties: {name: {type: string}, value: {type: string}}}}}}
-          status: {type: object, properties: {observed: {type: integer}, observedGeneration: {type: integer}}}
-"#;
+/// A structural schema for the Widget CRD: `spec` keeps its selector whole and names the
+/// children's fields, `status` names `observed` and `observedGeneration` only (the test hook
+/// also writes `related`).
+const WIDGET_SCHEMA: &str = r#"{"type": "object", "properties": {
+  "spec": {"type": "object", "properties": {
+    "selector": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+    "children": {"type": "array", "items": {"type": "object", "properties": {
+      "name": {"type": "string"}, "value": {"type": "string"}}}}}},
+  "status": {"type": "object", "properties": {
+    "observed": {"type": "integer"}, "observedGeneration": {"type": "integer"}}}}}"#;
 
 /// The API server prunes a custom resource to its CRD's schema on every write: a user's field
 /// the schema does not name is dropped silently, metadata stays whole, and a field a hook's
@@ -802,7 +798,10 @@ spec:
 /// read it back.
 #[test]
 fn a_custom_resource_is_pruned_to_its_schema() {
-    let (mut sim, _) = setup_with_crd(CRD_WITH_SCHEMA, &controller("OnDelete", "v1", ""));
+    let (mut sim, _) = setup_with_crd(
+        &widget_crd(Some(WIDGET_SCHEMA)),
+        &controller("OnDelete", "v1", ""),
+    );
     let mut w: Value = serde_json::from_str(&widget(&[("a", "1")])).unwrap();
     w["spec"]["unknown"] = json!(true);
     w["spec"]["children"][0]["extra"] = json!("x");

@@ -14,6 +14,20 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::mpsc;
 use std::time::Duration;
 
+/// The top-level fields of Metacontroller's typed answer of a composite's sync or finalize hook
+/// (contract §5.2), of a decorator's (§7.2) and of a customize hook (§6.2).
+pub const COMPOSITE_ANSWER_FIELDS: &[&str] =
+    &["status", "children", "resyncAfterSeconds", "finalized"];
+pub const DECORATOR_ANSWER_FIELDS: &[&str] = &[
+    "labels",
+    "annotations",
+    "status",
+    "attachments",
+    "resyncAfterSeconds",
+    "finalized",
+];
+pub const CUSTOMIZE_ANSWER_FIELDS: &[&str] = &["relatedResources"];
+
 /// A server running on its own runtime thread; stopped and drained on drop.
 pub struct TestServer {
     pub http: SocketAddr,

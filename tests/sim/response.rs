@@ -4,6 +4,7 @@
 //! `responseUnMarshallMode: strict`), when a field is unknown. Objects inside `children` and
 //! `attachments` are free-form; the customize rules and their selectors are typed.
 
+use crate::common;
 use serde_json::{Map, Value};
 
 /// Which typed response a hook's answer is read into.
@@ -35,17 +36,10 @@ pub fn decode(shape: Shape, strict: bool, body: &Value) -> Result<(), String> {
         Value::Object(fields) => fields,
         other => return Err(format!("the answer is {}, not an object", type_name(other))),
     };
-    let known: &[&str] = match shape {
-        Shape::Composite => &["status", "children", "resyncAfterSeconds", "finalized"],
-        Shape::Decorator => &[
-            "labels",
-            "annotations",
-            "status",
-            "attachments",
-            "resyncAfterSeconds",
-            "finalized",
-        ],
-        Shape::Customize => &["relatedResources"],
+    let known = match shape {
+        Shape::Composite => common::COMPOSITE_ANSWER_FIELDS,
+        Shape::Decorator => common::DECORATOR_ANSWER_FIELDS,
+        Shape::Customize => common::CUSTOMIZE_ANSWER_FIELDS,
     };
     for (name, value) in fields {
         let at = name.as_str();
