@@ -620,7 +620,7 @@ impl Sim {
     /// Metacontroller's write of a parent's or target's status, labels and annotations, which
     /// no admission webhook sees here: pruned by its CRD's schema, and no write at all (so no
     /// event) when that leaves the object as it is, as the API server skips a no-op update.
-    fn write_status(&mut self, mut obj: Value) {
+    fn write_parent(&mut self, mut obj: Value) {
         let schema = self
             .resource_by_kind(str_at(&obj, "/apiVersion"), str_at(&obj, "/kind"))
             .and_then(|r| r.schema);
@@ -1506,7 +1506,7 @@ impl Sim {
             status["observedGeneration"] = p["metadata"]["generation"].clone();
             if p.get("status") != Some(&status) {
                 p["status"] = status;
-                self.write_status(p);
+                self.write_parent(p);
             }
         }
         if failed {
@@ -1723,7 +1723,7 @@ impl Sim {
         if finalizing && resp["finalized"] == json!(true) {
             set_finalizer(&mut t, &finalizer, false);
         }
-        self.write_status(t);
+        self.write_parent(t);
         self.store.finish_if_released(key, self.now());
         let Some(target) = self.store.get(key).cloned() else {
             return;
