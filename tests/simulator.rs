@@ -868,21 +868,32 @@ fn configmap_and_secret_data_are_checked_as_the_api_server_does() {
         .unwrap();
 }
 
-/// A child of a type the controller does not declare is created by Metacontroller and then
-/// never observed, updated or deleted (contract §5.3): a hook fault it takes silently, which
-/// fails the scenario here.
+/// Two hook faults Metacontroller takes silently fail the scenario here (contract §5.3): a
+/// child of a type the controller does not declare, which it creates and then never observes,
+/// updates or deletes; and one child answered twice, of which it keeps the last.
 #[test]
-fn a_child_of_an_undeclared_type_fails_the_scenario() {
-    let (mut sim, hook) = setup("InPlace", "v1", "");
-    hook.lock().unwrap().answer_fields.insert(
-        "children".into(),
-        json!([{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "labels": {"widget": "w"}}}]),
-    );
-    sim.apply(&widget(&[])).unwrap();
-    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sim.run_until_quiet()));
-    let message = *failed.unwrap_err().downcast::<String>().unwrap();
-    assert!(
-        message.contains("Widget w answers Secret s of a type its controller does not declare"),
-        "{message}"
-    );
+fn a_child_of_an_undeclared_type_or_answered_twice_fails_the_scenario() {
+    let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": "c", "labels": {"widget": "w"}}});
+    for (children, fault) in [
+        (
+            json!([{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "labels": {"widget": "w"}}}]),
+            "Widget w answers Secret s of a type its controller does not declare",
+        ),
+        (
+            json!([config_map, config_map]),
+            "Widget w answers one child twice",
+        ),
+    ] {
+        let (mut sim, hook) = setup("InPlace", "v1", "");
+        hook.lock()
+            .unwrap()
+            .answer_fields
+            .insert("children".into(), children);
+        sim.apply(&widget(&[])).unwrap();
+        let failed =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sim.run_until_quiet()));
+        let message = *failed.unwrap_err().downcast::<String>().unwrap();
+        assert!(message.contains(fault), "{message}");
+    }
 }

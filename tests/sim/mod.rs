@@ -1538,6 +1538,12 @@ impl Sim {
         let errors_before = self.sync_errors.len();
         let now = self.now();
         let desired_keys: BTreeSet<Key> = desired.iter().map(key_of).collect();
+        let (kind, name) = (str_at(owner, "/kind"), str_at(owner, "/metadata/name"));
+        if desired_keys.len() < desired.len() {
+            // Metacontroller keys the answer by type and name: all but the last of each go.
+            self.silent_faults
+                .push(format!("{kind} {name} answers one child twice"));
+        }
         for k in &desired_keys {
             if !types
                 .iter()
@@ -1545,11 +1551,8 @@ impl Sim {
             {
                 // Created, then never observed, updated or deleted (contract §5.3).
                 self.silent_faults.push(format!(
-                    "{} {} answers {} {} of a type its controller does not declare",
-                    str_at(owner, "/kind"),
-                    str_at(owner, "/metadata/name"),
-                    k.1,
-                    k.3
+                    "{kind} {name} answers {} {} of a type its controller does not declare",
+                    k.1, k.3
                 ));
             }
         }
