@@ -19,10 +19,15 @@ build:
 run:
 	$(CARGO) run --release -- --log-format pretty serve --listen $(LISTEN) --tls-self-signed
 
-## Unit, fixture, HTTP and end-to-end tests of the whole workspace.
+## The end-to-end scenarios, which `test` and `e2e` also run with every hook at version v1.
+E2E_SCENARIOS = --test e2e_delete_graph --test e2e_app_discovery --test e2e_cert_rotation
+
+## Unit, fixture, HTTP and end-to-end tests of the whole workspace (the scenarios with v2 hooks,
+## as the manifests have them, then with v1 hooks).
 test: dev-packages
 	@mkdir -p target
 	$(CARGO) test --workspace --all-targets 2>&1 | tee target/test.log
+	SIM_HOOK_VERSION=v1 $(CARGO) test $(E2E_SCENARIOS) 2>&1 | tee -a target/test.log
 	@awk '/^test result:/ { p += $$4; f += $$6 } END { printf "tests: %d passed, %d failed\n", p, f }' target/test.log
 
 ## Bounded load and fault tests at full length (60 s, 256 connections).
@@ -31,7 +36,8 @@ soak: dev-packages
 
 ## The simulator's own tests and the end-to-end scenarios (real server on a loopback port).
 e2e: dev-packages
-	$(CARGO) test --test simulator --test e2e_delete_graph --test e2e_app_discovery --test e2e_cert_rotation
+	$(CARGO) test --test simulator $(E2E_SCENARIOS)
+	SIM_HOOK_VERSION=v1 $(CARGO) test $(E2E_SCENARIOS)
 
 lint: dev-packages
 	$(CARGO) fmt --all -- --check

@@ -393,7 +393,30 @@ impl Sim {
         sim
     }
 
+    /// The manifests' controllers with every hook of the version `SIM_HOOK_VERSION` names, when
+    /// it is set (`make test` and `make e2e` run the scenarios again with `v1`; the manifests
+    /// say `v2`), so that both hook versions of the contract play every scenario.
     fn with_manifests_and_flags(dirs: &[&str], flags: &[&str]) -> Sim {
+        let mut sim = Self::with_manifests_as_written(dirs, flags);
+        if let Ok(version) = std::env::var("SIM_HOOK_VERSION") {
+            assert!(
+                matches!(version.as_str(), "v1" | "v2"),
+                "SIM_HOOK_VERSION={version}: v1 or v2"
+            );
+            for controller in sim.composites.iter_mut().chain(&mut sim.decorators) {
+                for hook in controller["spec"]["hooks"]
+                    .as_object_mut()
+                    .unwrap()
+                    .values_mut()
+                {
+                    hook["version"] = json!(version);
+                }
+            }
+        }
+        sim
+    }
+
+    fn with_manifests_as_written(dirs: &[&str], flags: &[&str]) -> Sim {
         let clock = Arc::new(AtomicI64::new(1_780_315_200)); // 2026-06-01T12:00:00Z
         let c = clock.clone();
         let server = TestServer::start_with_clock(
