@@ -782,23 +782,23 @@ fn an_edited_child_is_put_back_as_its_update_strategy_says() {
 }
 
 /// A structural schema for the Widget CRD: `spec` keeps its selector whole and names the
-/// children's fields, `status` names `observed` and `observedGeneration` only (the test hook
-/// also writes `related`).
+/// children's fields, each child needing a string `name`; `status` names what the test hook
+/// writes, each an integer.
 const WIDGET_SCHEMA: &str = r#"{"type": "object", "properties": {
   "spec": {"type": "object", "properties": {
     "selector": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-    "children": {"type": "array", "items": {"type": "object", "properties": {
-      "name": {"type": "string"}, "value": {"type": "string"}}}}}},
-  "status": {"type": "object", "properties": {
-    "observed": {"type": "integer"}, "observedGeneration": {"type": "integer"}}}}}"#;
+    "children": {"type": "array", "items": {"type": "object", "required": ["name"],
+      "properties": {"name": {"type": "string"}, "value": {"type": "string"}}}}}},
+  "status": {"type": "object", "properties": {"observed": {"type": "integer"},
+    "related": {"type": "integer"}, "observedGeneration": {"type": "integer"}}}}}"#;
 
 /// The API server prunes a custom resource to its CRD's schema on every write: a user's field
-/// the schema does not name is dropped silently, metadata stays whole, and a field a hook's
-/// status carries that the schema does not name fails the scenario, since the hook would never
-/// read it back.
+/// the schema does not name is dropped silently, metadata stays whole, a status the schema
+/// names is written, and a field of a hook's status that the schema does not name fails the
+/// scenario, since the hook would never read it back.
 #[test]
 fn a_custom_resource_is_pruned_to_its_schema() {
-    let (mut sim, _) = setup_with_crd(
+    let (mut sim, hook) = setup_with_crd(
         &widget_crd(Some(WIDGET_SCHEMA)),
         &controller("OnDelete", "v1", ""),
     );
@@ -820,9 +820,62 @@ fn a_custom_resource_is_pruned_to_its_schema() {
     assert_eq!(stored["metadata"]["labels"], json!({"l": "v"}));
     assert_eq!(stored["metadata"]["namespace"], "ns");
 
+    sim.run_until_quiet();
+    assert_eq!(
+        sim.get("Widget", "ns", "w").unwrap()["status"]["observed"],
+        1,
+        "the child seen, a status the schema names"
+    );
+
+    hook.lock()
+        .unwrap()
+        .answer_fields
+        .insert("status".into(), json!({"observed": 1, "unnamed": true}));
+    sim.apply(&widget(&[("a", "2")])).unwrap();
     let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sim.run_until_quiet()));
     let message = *failed.unwrap_err().downcast::<String>().unwrap();
-    assert!(message.contains("Widget w: .status.related"), "{message}");
+    assert!(message.contains("Widget w: .status.unnamed"), "{message}");
+}
+
+/// The API server validates a custom resource against its CRD's schema: a user's write of a
+/// value of another type, or without a required field, is refused, and so is a status of
+/// another type that a hook answers, which fails the sync (retried) and leaves the status as
+/// it was.
+#[test]
+fn a_custom_resource_is_validated_against_its_schema() {
+    let (mut sim, hook) = setup_with_crd(
+        &widget_crd(Some(WIDGET_SCHEMA)),
+        &controller("OnDelete", "v1", ""),
+    );
+    let mut w: Value = serde_json::from_str(&widget(&[("a", "1")])).unwrap();
+    w["spec"]["children"][0]["name"] = json!(5);
+    let err = sim.apply(&w.to_string()).unwrap_err();
+    assert!(
+        err.contains(".spec.children[0].name: Invalid value"),
+        "{err}"
+    );
+    w["spec"]["children"][0] = json!({"value": "1"});
+    let err = sim.apply(&w.to_string()).unwrap_err();
+    assert!(
+        err.contains(".spec.children[0].name: Required value"),
+        "{err}"
+    );
+
+    sim.apply(&widget(&[("a", "1")])).unwrap();
+    hook.lock()
+        .unwrap()
+        .answer_fields
+        .insert("status".into(), json!({"observed": "one"}));
+    sim.run_until_quiet();
+    assert!(
+        sim.sync_errors
+            .last()
+            .unwrap()
+            .contains("updating the status: .status.observed: Invalid value"),
+        "{:?}",
+        sim.sync_errors
+    );
+    assert_eq!(sim.get("Widget", "ns", "w").unwrap().get("status"), None);
 }
 
 /// ConfigMap and Secret data are checked as the API server checks them, for a hook's children

@@ -643,16 +643,19 @@ impl Sim {
     /// Metacontroller's write of a parent's or target's status, labels and annotations, which
     /// no admission webhook sees here: pruned by its CRD's schema, and no write at all (so no
     /// event) when that leaves the object as it is, as the API server skips a no-op update.
-    fn write_parent(&mut self, mut obj: Value) {
+    /// The `Err` is the API server's refusal of an object its schema does not allow.
+    fn write_parent(&mut self, mut obj: Value) -> Result<(), String> {
         let schema = self
             .resource_by_kind(str_at(&obj, "/apiVersion"), str_at(&obj, "/kind"))
             .and_then(|r| r.schema);
         if let Some(schema) = &schema {
             self.prune_metacontrollers_write(&mut obj, schema);
+            validate_schema(&obj, schema, "")?;
         }
         if self.store.get(&key_of(&obj)) != Some(&obj) {
             self.store.replace(obj);
         }
+        Ok(())
     }
 
     fn api_write(&mut self, mut obj: Value, user: &str) -> Result<(), String> {
@@ -711,10 +714,14 @@ impl Sim {
     /// The API server's own checks of an object that a hook's answer can fail: a name that is no
     /// DNS-1123 subdomain (the rule of every kind the scenarios write), a label value longer
     /// than 63 characters (every kind; a child carries its parent's name in one), a custom
-    /// resource's name longer than its CRD's (`schema`) `metadata.name` `maxLength`, and a
-    /// ConfigMap's or Secret's data ([`validate_data`]).
+    /// resource's name longer than its CRD's (`schema`) `metadata.name` `maxLength`, a custom
+    /// resource against the rest of its schema ([`validate_schema`]), and a ConfigMap's or
+    /// Secret's data ([`validate_data`]).
     fn validate_object(obj: &Value, schema: Option<&Value>) -> Result<(), String> {
         validate_data(obj)?;
+        if let Some(schema) = schema {
+            validate_schema(obj, schema, "")?;
+        }
         let name = str_at(obj, "/metadata/name");
         if !metahooks_hooks::meta::is_dns1123_subdomain(name) {
             return Err(format!(
@@ -1529,7 +1536,10 @@ impl Sim {
             status["observedGeneration"] = p["metadata"]["generation"].clone();
             if p.get("status") != Some(&status) {
                 p["status"] = status;
-                self.write_parent(p);
+                if let Err(e) = self.write_parent(p) {
+                    self.sync_errors.push(format!("updating the status: {e}"));
+                    return self.retry(ctrl, key);
+                }
             }
         }
         if failed {
@@ -1749,7 +1759,10 @@ impl Sim {
         if finalizing && resp["finalized"] == json!(true) {
             set_finalizer(&mut t, &finalizer, false);
         }
-        self.write_parent(t);
+        if let Err(e) = self.write_parent(t) {
+            self.sync_errors.push(format!("updating the target: {e}"));
+            return self.retry(DECORATOR + ctrl, key);
+        }
         self.store.finish_if_released(key, self.now());
         let Some(target) = self.store.get(key).cloned() else {
             return;
@@ -1817,6 +1830,78 @@ fn map_key(o: &Value, parent_ns: &str, version: &str) -> Option<String> {
         });
     }
     (ns == parent_ns).then(|| name.to_owned())
+}
+
+/// A custom resource against its CRD's structural schema, as the API server validates it
+/// after pruning and defaulting: each value of its `type` (`nullable` letting null through,
+/// `x-kubernetes-int-or-string` an integer or a string), the `required` properties, `enum`,
+/// `minimum` and `maxLength`; `pattern` is not checked. `metadata` is the API server's own.
+fn validate_schema(value: &Value, schema: &Value, at: &str) -> Result<(), String> {
+    let invalid = |why: String| Err(format!("{}: {why}", if at.is_empty() { "." } else { at }));
+    if value.is_null() && schema["nullable"] == json!(true) {
+        return Ok(());
+    }
+    let int_or_string = schema["x-kubernetes-int-or-string"] == json!(true);
+    let typed = match schema["type"].as_str() {
+        _ if int_or_string => value.is_i64() || value.is_u64() || value.is_string(),
+        Some("object") => value.is_object(),
+        Some("array") => value.is_array(),
+        Some("string") => value.is_string(),
+        Some("integer") => value.is_i64() || value.is_u64(),
+        Some("number") => value.is_number(),
+        Some("boolean") => value.is_boolean(),
+        _ => true,
+    };
+    if !typed {
+        return invalid(format!("Invalid value: must be of type {}", schema["type"]));
+    }
+    if let Some(options) = schema["enum"].as_array() {
+        if !options.contains(value) {
+            return invalid(format!("Unsupported value: {value}"));
+        }
+    }
+    if let (Some(min), Some(n)) = (schema["minimum"].as_f64(), value.as_f64()) {
+        if n < min {
+            return invalid(format!(
+                "Invalid value: {n}: should be greater than or equal to {min}"
+            ));
+        }
+    }
+    if let (Some(max), Some(text)) = (schema["maxLength"].as_u64(), value.as_str()) {
+        if text.chars().count() as u64 > max {
+            return invalid(format!("Too long: may not be more than {max} bytes"));
+        }
+    }
+    match value {
+        Value::Object(map) => {
+            for name in schema["required"].as_array().into_iter().flatten() {
+                let name = name.as_str().unwrap_or_default();
+                if !map.contains_key(name) {
+                    return Err(format!("{at}.{name}: Required value"));
+                }
+            }
+            for (name, child) in map {
+                if at.is_empty() && name == "metadata" {
+                    continue;
+                }
+                let child_schema = schema["properties"]
+                    .get(name)
+                    .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object()));
+                if let Some(child_schema) = child_schema {
+                    validate_schema(child, child_schema, &format!("{at}.{name}"))?;
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    validate_schema(item, item_schema, &format!("{at}[{i}]"))?;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// A ConfigMap's `data` or a Secret's, as the API server checks them: keys of
