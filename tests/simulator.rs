@@ -225,23 +225,43 @@ fn children_are_created_with_owner_and_status_gets_observed_generation() {
     );
 }
 
-/// The API server refuses a label value over 63 characters on any object, and a custom
-/// resource's name over its CRD's `metadata.name` `maxLength`; the simulator does too.
+/// The API server refuses, on any object, a label value over 63 characters or not of a label
+/// value's characters, a label key not of a label key's form, and annotations over 256 KiB; and
+/// a custom resource's name over its CRD's `metadata.name` `maxLength`. The simulator does too.
 #[test]
-fn label_values_and_limited_names_are_checked_as_the_api_server_does() {
+fn labels_annotations_and_limited_names_are_checked_as_the_api_server_does() {
     let (mut sim, _) = setup("OnDelete", "v1", "");
-    let config_map = |value: &str| {
-        json!({"apiVersion": "v1", "kind": "ConfigMap",
-               "metadata": {"name": "c", "namespace": "ns", "labels": {"k": value}}})
-        .to_string()
+    let config_map = |metadata: Value| {
+        let mut metadata = metadata;
+        metadata["name"] = json!("c");
+        metadata["namespace"] = json!("ns");
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}).to_string()
     };
-    let error = sim.apply(&config_map(&"a".repeat(64))).unwrap_err();
-    assert!(
-        error.contains("must be no more than 63 characters"),
-        "{error}"
-    );
-    assert!(sim.get("ConfigMap", "ns", "c").is_none());
-    sim.apply(&config_map(&"a".repeat(63))).unwrap();
+    for (metadata, error) in [
+        (
+            json!({"labels": {"k": "a".repeat(64)}}),
+            "must be no more than 63 characters",
+        ),
+        (json!({"labels": {"k": "a b"}}), "a valid label value"),
+        (json!({"labels": {"k": "-a"}}), "a valid label value"),
+        (json!({"labels": {"a/b/c": "v"}}), "a valid label key"),
+        (
+            json!({"labels": {"Example.com/k": "v"}}),
+            "a valid label key",
+        ),
+        (
+            json!({"annotations": {"k": "a".repeat(256 << 10)}}),
+            "metadata.annotations: Too long",
+        ),
+    ] {
+        let refused = sim.apply(&config_map(metadata.clone())).unwrap_err();
+        assert!(refused.contains(error), "{metadata}: {refused}");
+        assert!(sim.get("ConfigMap", "ns", "c").is_none());
+    }
+    sim.apply(&config_map(json!({
+        "labels": {"k": "a".repeat(63), "example.com/k_2": "", "app.kubernetes.io/name": "a.b-c_d"},
+        "annotations": {"k": "a".repeat((256 << 10) - 1)}})))
+        .unwrap();
     assert!(sim.get("ConfigMap", "ns", "c").is_some());
     // The Widget CRD limits nothing; the WorkloadSet CRD limits names to 63 characters.
     let mut sim = Sim::with_manifests(&["delete-graph"]);

@@ -730,16 +730,7 @@ impl Sim {
                  end with an alphanumeric character"
             ));
         }
-        if let Some(labels) = obj["metadata"]["labels"].as_object() {
-            for (key, value) in labels {
-                let value = value.as_str().unwrap_or_default();
-                if value.len() > 63 {
-                    return Err(format!(
-                        "metadata.labels: Invalid value: {value:?}: must be no more than 63 characters (label {key})"
-                    ));
-                }
-            }
-        }
+        validate_metadata(&obj["metadata"])?;
         let limit = schema
             .and_then(|schema| schema.pointer("/properties/metadata/properties/name/maxLength"))
             .and_then(Value::as_u64);
@@ -1830,6 +1821,54 @@ fn map_key(o: &Value, parent_ns: &str, version: &str) -> Option<String> {
         });
     }
     (ns == parent_ns).then(|| name.to_owned())
+}
+
+/// Labels and annotations as the API server checks them on every kind: a label key is an
+/// optional DNS-subdomain prefix and `/` before a name of at most 63 characters, a value at most
+/// 63 characters, each name and non-empty value alphanumeric at both ends with `-`, `_` or `.`
+/// between; annotations hold at most 256 KiB, keys and values counted.
+fn validate_metadata(metadata: &Value) -> Result<(), String> {
+    let name_like = |text: &str| {
+        text.len() <= 63
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && text.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && text.ends_with(|c: char| c.is_ascii_alphanumeric())
+    };
+    for (key, value) in metadata["labels"].as_object().into_iter().flatten() {
+        let (prefix, name) = key.rsplit_once('/').unwrap_or(("", key));
+        let prefix_ok = prefix.is_empty()
+            || (prefix.len() <= 253 && metahooks_hooks::meta::is_dns1123_subdomain(prefix));
+        if !prefix_ok || !name_like(name) {
+            return Err(format!(
+                "metadata.labels: Invalid value: {key:?}: a valid label key"
+            ));
+        }
+        let value = value.as_str().unwrap_or_default();
+        if value.len() > 63 {
+            return Err(format!(
+                "metadata.labels: Invalid value: {value:?}: must be no more than 63 characters (label {key})"
+            ));
+        }
+        if !value.is_empty() && !name_like(value) {
+            return Err(format!(
+                "metadata.labels: Invalid value: {value:?}: a valid label value (label {key})"
+            ));
+        }
+    }
+    let annotations: usize = metadata["annotations"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(key, value)| key.len() + value.as_str().map_or(0, str::len))
+        .sum();
+    if annotations > 256 << 10 {
+        return Err(format!(
+            "metadata.annotations: Too long: must have at most 262144 bytes ({annotations})"
+        ));
+    }
+    Ok(())
 }
 
 /// A custom resource against its CRD's structural schema, as the API server validates it
