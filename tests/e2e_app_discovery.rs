@@ -457,3 +457,45 @@ fn an_entry_dropped_in_the_adopting_sync_goes_at_the_next_request() {
     );
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
+
+/// Metacontroller's caches behind the API server. A request the caches still see after it was
+/// handled is handled again, to the same app, and its second deletion finds it gone. But a
+/// request due while the caches have not heard of the app yet is handled as if there were no
+/// app: the create meets `AlreadyExists`, which Metacontroller swallows, and the request is gone,
+/// so the app keeps its version until the next request (DECISIONS, app-discovery).
+#[test]
+fn a_cache_behind_handles_a_request_twice_or_against_no_app() {
+    let mut sim = sim();
+    workload(&mut sim, "nginx", "nginx", "1.25.3");
+    request(&mut sim, "nginx", "nginx", false);
+    sim.run_until_quiet();
+    sim.hold_in_caches("KeptnAppCreationRequest", NS, "nginx");
+    sim.advance(31);
+    sim.run_until_quiet();
+    let made = app(&sim, "nginx").unwrap();
+    assert!(sim.get("KeptnAppCreationRequest", NS, "nginx").is_none());
+    sim.catch_up_caches();
+    sim.run_until_quiet();
+    let seen_twice = app(&sim, "nginx").unwrap();
+    assert_eq!(seen_twice["metadata"]["uid"], made["metadata"]["uid"]);
+    assert_eq!(seen_twice["spec"], made["spec"]);
+
+    sim.hide_from_caches("KeptnApp", NS, "nginx");
+    workload(&mut sim, "nginx", "nginx", "1.26.0");
+    request(&mut sim, "nginx-2", "nginx", true);
+    sim.run_until_quiet();
+    assert!(sim.get("KeptnAppCreationRequest", NS, "nginx-2").is_none());
+    sim.catch_up_caches();
+    sim.run_until_quiet();
+    let missed = app(&sim, "nginx").unwrap();
+    assert_eq!(
+        missed["metadata"]["uid"], made["metadata"]["uid"],
+        "not deleted"
+    );
+    assert_eq!(missed["spec"]["version"], "1.25.3", "the request is spent");
+
+    request(&mut sim, "nginx-3", "nginx", true);
+    sim.run_until_quiet();
+    assert_eq!(app(&sim, "nginx").unwrap()["spec"]["version"], "1.26.0");
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}

@@ -808,6 +808,7 @@ impl Sim {
 
     /// Metacontroller's caches stop hearing of this child, as an informer behind the API server:
     /// syncs see it as it is now until [`Sim::catch_up_caches`], whatever happens to it meanwhile.
+    /// Hold a child its parent owns already: a held orphan is not adopted here.
     pub fn hold_in_caches(&mut self, kind: &str, namespace: &str, name: &str) {
         let obj = self.get(kind, namespace, name).expect("an object").clone();
         self.cache_holds.insert(key_of(&obj), Some(obj));
