@@ -201,6 +201,13 @@ fn widget(children: &[(&str, &str)]) -> String {
     .unwrap()
 }
 
+/// What `run_until_quiet` fails with on a fault Metacontroller would take silently; it must
+/// fail.
+fn silent_faults(sim: &mut Sim) -> String {
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sim.run_until_quiet()));
+    *failed.unwrap_err().downcast::<String>().unwrap()
+}
+
 fn data(sim: &Sim, name: &str) -> Option<String> {
     sim.get("ConfigMap", "ns", name)
         .map(|c| c["data"]["value"].as_str().unwrap().to_owned())
@@ -852,8 +859,7 @@ fn a_custom_resource_is_pruned_to_its_schema() {
         .answer_fields
         .insert("status".into(), json!({"observed": 1, "unnamed": true}));
     sim.apply(&widget(&[("a", "2")])).unwrap();
-    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sim.run_until_quiet()));
-    let message = *failed.unwrap_err().downcast::<String>().unwrap();
+    let message = silent_faults(&mut sim);
     assert!(message.contains("Widget w: .status.unnamed"), "{message}");
 }
 
@@ -964,9 +970,7 @@ fn a_child_of_an_undeclared_type_or_answered_twice_fails_the_scenario() {
             .answer_fields
             .insert("children".into(), children);
         sim.apply(&widget(&[])).unwrap();
-        let failed =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sim.run_until_quiet()));
-        let message = *failed.unwrap_err().downcast::<String>().unwrap();
+        let message = silent_faults(&mut sim);
         assert!(message.contains(fault), "{message}");
     }
 }

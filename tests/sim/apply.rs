@@ -14,6 +14,7 @@
 //!   annotation is set to the desired object.
 
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 pub const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
@@ -86,8 +87,8 @@ fn merge(path: &str, dest: Value, last: &Value, desired: &Value) -> Result<Value
         Value::Array(dest) => {
             let last = as_list(last).ok_or_else(|| expecting("lastApplied", path, "list"))?;
             let items = as_list(desired).ok_or_else(|| expecting("desired", path, "list"))?;
-            match list_map_key(&[&dest, &last, &items]) {
-                Some(key) => merge_list_map(path, key, dest, &last, &items),
+            match list_map_key(&[&dest, last, items]) {
+                Some(key) => merge_list_map(path, key, dest, last, items),
                 // Any other list is replaced (a null desired list stays null, as Go's nil).
                 None => Ok(desired.clone()),
             }
@@ -101,19 +102,19 @@ fn expecting(side: &str, path: &str, what: &str) -> String {
 }
 
 /// A JSON object's entries; `Null` reads as none, anything else as no object.
-fn as_map(v: &Value) -> Option<Map<String, Value>> {
+fn as_map(v: &Value) -> Option<Cow<'_, Map<String, Value>>> {
     match v {
-        Value::Object(m) => Some(m.clone()),
-        Value::Null => Some(Map::new()),
+        Value::Object(m) => Some(Cow::Borrowed(m)),
+        Value::Null => Some(Cow::Owned(Map::new())),
         _ => None,
     }
 }
 
 /// A JSON array's items; `Null` reads as none, anything else as no array.
-fn as_list(v: &Value) -> Option<Vec<Value>> {
+fn as_list(v: &Value) -> Option<&[Value]> {
     match v {
-        Value::Array(a) => Some(a.clone()),
-        Value::Null => Some(Vec::new()),
+        Value::Array(a) => Some(a),
+        Value::Null => Some(&[]),
         _ => None,
     }
 }
@@ -130,7 +131,7 @@ fn merge_object(
         }
     }
     for (key, value) in desired {
-        let current = dest.get(key).cloned().unwrap_or(Value::Null);
+        let current = dest.get_mut(key).map(std::mem::take).unwrap_or(Value::Null);
         let last = last.get(key).unwrap_or(&Value::Null);
         let merged = merge(&format!("{path}[{key}]"), current, last, value)?;
         dest.insert(key.clone(), merged);

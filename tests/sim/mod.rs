@@ -347,7 +347,8 @@ pub struct Sim {
     cache_holds: BTreeMap<Key, Option<Value>>,
     /// What Metacontroller takes without an error and a cluster suffers from, each a fault of a
     /// hook or a manifest: a field a CRD's schema dropped from what it wrote, a desired child of
-    /// a type its controller does not declare. [`Sim::run_until_quiet`] fails on any.
+    /// a type its controller does not declare, one child answered twice.
+    /// [`Sim::run_until_quiet`] fails on any.
     silent_faults: Vec<String>,
     started: bool,
     pub calls: Vec<HookCall>,
@@ -537,6 +538,12 @@ impl Sim {
             .cloned()
     }
 
+    /// The CRD schema of an object's kind, none for a built-in kind.
+    fn schema_of(&self, obj: &Value) -> Option<Value> {
+        self.resource_by_kind(str_at(obj, "/apiVersion"), str_at(obj, "/kind"))
+            .and_then(|r| r.schema)
+    }
+
     fn resource_by_kind(&self, api_version: &str, kind: &str) -> Option<Resource> {
         self.resources
             .iter()
@@ -645,9 +652,7 @@ impl Sim {
     /// event) when that leaves the object as it is, as the API server skips a no-op update.
     /// The `Err` is the API server's refusal of an object its schema does not allow.
     fn write_parent(&mut self, mut obj: Value) -> Result<(), String> {
-        let schema = self
-            .resource_by_kind(str_at(&obj, "/apiVersion"), str_at(&obj, "/kind"))
-            .and_then(|r| r.schema);
+        let schema = self.schema_of(&obj);
         if let Some(schema) = &schema {
             self.prune_metacontrollers_write(&mut obj, schema);
             validate_schema(&obj, schema, "")?;
@@ -685,9 +690,7 @@ impl Sim {
                 }
             }
         }
-        let schema = self
-            .resource_by_kind(str_at(&obj, "/apiVersion"), str_at(&obj, "/kind"))
-            .and_then(|r| r.schema);
+        let schema = self.schema_of(&obj);
         if let Some(schema) = &schema {
             if user == METACONTROLLER {
                 self.prune_metacontrollers_write(&mut obj, schema);
@@ -1924,10 +1927,7 @@ fn validate_schema(value: &Value, schema: &Value, at: &str) -> Result<(), String
                 if at.is_empty() && name == "metadata" {
                     continue;
                 }
-                let child_schema = schema["properties"]
-                    .get(name)
-                    .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object()));
-                if let Some(child_schema) = child_schema {
+                if let Some(child_schema) = property_schema(schema, name) {
                     validate_schema(child, child_schema, &format!("{at}.{name}"))?;
                 }
             }
@@ -1952,13 +1952,14 @@ fn validate_data(obj: &Value) -> Result<(), String> {
     if str_at(obj, "/apiVersion") != "v1" || !matches!(kind, "ConfigMap" | "Secret") {
         return Ok(());
     }
+    let empty = Map::new();
     let data = match &obj["data"] {
-        Value::Null => Map::new(),
-        Value::Object(data) => data.clone(),
+        Value::Null => &empty,
+        Value::Object(data) => data,
         _ => return Err("data: must be a map".into()),
     };
     let mut size = 0;
-    for (key, value) in &data {
+    for (key, value) in data {
         let valid_key = !key.is_empty()
             && key.len() <= 253
             && key
@@ -2016,6 +2017,13 @@ fn dropped_fields(before: &Value, after: &Value, at: &str, out: &mut Vec<String>
     }
 }
 
+/// The schema of an object's property `name`: its own, or the object's `additionalProperties`.
+fn property_schema<'s>(schema: &'s Value, name: &str) -> Option<&'s Value> {
+    schema["properties"]
+        .get(name)
+        .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object()))
+}
+
 /// Structural pruning as the API server does it on every write of a custom resource, status
 /// included: a field its schema does not name is dropped, unless its object says
 /// `x-kubernetes-preserve-unknown-fields` or gives `additionalProperties`; `apiVersion`, `kind`
@@ -2025,18 +2033,12 @@ fn prune(obj: &mut Value, schema: &Value, root: bool) {
         Value::Object(map) => {
             let preserve = schema["x-kubernetes-preserve-unknown-fields"] == json!(true);
             let embedded = root || schema["x-kubernetes-embedded-resource"] == json!(true);
-            let props = schema.get("properties").and_then(Value::as_object);
-            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
             map.retain(|name, value| {
                 if embedded && matches!(name.as_str(), "apiVersion" | "kind" | "metadata") {
                     // ObjectMeta is the API server's own; a schema only constrains its name.
                     return true;
                 }
-                let kept = match props.and_then(|p| p.get(name)) {
-                    Some(child) => Some(child),
-                    None => additional,
-                };
-                match kept {
+                match property_schema(schema, name) {
                     Some(child) => {
                         prune(value, child, false);
                         true

@@ -56,14 +56,15 @@ pub fn decode(shape: Shape, strict: bool, body: &Value) -> Result<(), String> {
                 .then_some(())
                 .ok_or_else(|| cannot(at, value))?,
             "children" | "attachments" => objects_with_kind(at, value)?,
-            "labels" | "annotations" => {
-                for (key, v) in typed(at, value)? {
-                    if !v.is_null() {
-                        string(&format!("{at}.{key}"), v)?;
-                    }
-                }
-            }
-            "relatedResources" => rules(strict, value)?,
+            "labels" | "annotations" => string_map(at, value, true)?,
+            "relatedResources" => each(at, value, |at, rule| {
+                struct_fields(strict, at, rule, |name, at, value| match name {
+                    "apiVersion" | "resource" | "namespace" => Some(string(at, value)),
+                    "names" => Some(strings(at, value)),
+                    "labelSelector" | "namespaceSelector" => Some(selector(strict, at, value)),
+                    _ => None,
+                })
+            })?,
             _ => {} // each known field has its arm above
         }
     }
@@ -72,68 +73,67 @@ pub fn decode(shape: Shape, strict: bool, body: &Value) -> Result<(), String> {
 
 /// A list of objects, each with a non-empty `kind`, as the unstructured decoder wants them.
 fn objects_with_kind(name: &str, value: &Value) -> Result<(), String> {
-    let items = value.as_array().ok_or_else(|| cannot(name, value))?;
-    for (i, item) in items.iter().enumerate() {
+    each(name, value, |at, item| {
         let kind = item.get("kind").and_then(Value::as_str).unwrap_or_default();
         if !item.is_object() || kind.is_empty() {
-            return Err(format!("{name}[{i}]: Object 'Kind' is missing"));
+            return Err(format!("{at}: Object 'Kind' is missing"));
         }
-    }
-    Ok(())
-}
-
-/// `relatedResources`: a list of typed rules.
-fn rules(strict: bool, value: &Value) -> Result<(), String> {
-    let items = value
-        .as_array()
-        .ok_or_else(|| cannot("relatedResources", value))?;
-    for (i, rule) in items.iter().enumerate() {
-        let at = format!("relatedResources[{i}]");
-        let rule = typed(&at, rule)?;
-        for (name, value) in rule {
-            let at = format!("{at}.{name}");
-            match name.as_str() {
-                _ if value.is_null() => {}
-                "apiVersion" | "resource" | "namespace" => string(&at, value)?,
-                "names" => strings(&at, value)?,
-                "labelSelector" | "namespaceSelector" => selector(strict, &at, value)?,
-                _ if strict => return Err(format!("{at}: unknown field")),
-                _ => {}
-            }
-        }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// A `metav1.LabelSelector`.
 fn selector(strict: bool, at: &str, value: &Value) -> Result<(), String> {
-    for (name, value) in typed(at, value)? {
+    struct_fields(strict, at, value, |name, at, value| match name {
+        "matchLabels" => Some(string_map(at, value, false)),
+        "matchExpressions" => Some(each(at, value, |at, expression| {
+            struct_fields(strict, at, expression, |name, at, value| match name {
+                "key" | "operator" => Some(string(at, value)),
+                "values" => Some(strings(at, value)),
+                _ => None,
+            })
+        })),
+        _ => None,
+    })
+}
+
+/// A typed Go struct: each field that is not null checked by `field`, which answers `None` for
+/// a field the struct does not have (an error in strict mode, ignored in loose mode).
+fn struct_fields(
+    strict: bool,
+    at: &str,
+    value: &Value,
+    field: impl Fn(&str, &str, &Value) -> Option<Result<(), String>>,
+) -> Result<(), String> {
+    for (name, value) in typed(at, value)?.iter().filter(|(_, v)| !v.is_null()) {
         let at = format!("{at}.{name}");
-        match name.as_str() {
-            _ if value.is_null() => {}
-            "matchLabels" => {
-                for (key, v) in typed(&at, value)? {
-                    string(&format!("{at}.{key}"), v)?;
-                }
-            }
-            "matchExpressions" => {
-                let items = value.as_array().ok_or_else(|| cannot(&at, value))?;
-                for (i, expr) in items.iter().enumerate() {
-                    let at = format!("{at}[{i}]");
-                    for (name, value) in typed(&at, expr)? {
-                        let at = format!("{at}.{name}");
-                        match name.as_str() {
-                            _ if value.is_null() => {}
-                            "key" | "operator" => string(&at, value)?,
-                            "values" => strings(&at, value)?,
-                            _ if strict => return Err(format!("{at}: unknown field")),
-                            _ => {}
-                        }
-                    }
-                }
-            }
-            _ if strict => return Err(format!("{at}: unknown field")),
-            _ => {}
+        match field(name, &at, value) {
+            Some(checked) => checked?,
+            None if strict => return Err(format!("{at}: unknown field")),
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// A list, each item checked by `item` at its place.
+fn each(
+    at: &str,
+    value: &Value,
+    item: impl Fn(&str, &Value) -> Result<(), String>,
+) -> Result<(), String> {
+    let items = value.as_array().ok_or_else(|| cannot(at, value))?;
+    for (i, value) in items.iter().enumerate() {
+        item(&format!("{at}[{i}]"), value)?;
+    }
+    Ok(())
+}
+
+/// A map of strings, null values allowed where `nulls` says so.
+fn string_map(at: &str, value: &Value, nulls: bool) -> Result<(), String> {
+    for (key, v) in typed(at, value)? {
+        if !(nulls && v.is_null()) {
+            string(&format!("{at}.{key}"), v)?;
         }
     }
     Ok(())
