@@ -30,10 +30,15 @@ fn request(sim: &mut Sim, name: &str, app: &str, single: bool) {
         .unwrap();
 }
 
+/// A KeptnWorkload as Keptn's webhook makes it for a Deployment's Pods: its app and version, and
+/// the ReplicaSet it stands for (Keptn's CRD requires all three).
 fn workload(sim: &mut Sim, name: &str, app: &str, version: &str) {
+    let replica_set =
+        json!({"uid": format!("rs-{name}"), "kind": "ReplicaSet", "name": format!("{name}-6d5f8")});
     sim.apply(
         &json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnWorkload",
-        "metadata": {"name": name, "namespace": NS}, "spec": {"app": app, "version": version}})
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"app": app, "version": version, "resourceReference": replica_set}})
         .to_string(),
     )
     .unwrap();

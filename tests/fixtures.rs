@@ -5,6 +5,7 @@
 //! string `<generated>` in a golden response stands for freshly generated key material.
 
 mod common;
+mod sim;
 
 use axum::body::Body;
 use axum::http::Request;
@@ -255,6 +256,101 @@ fn golden_responses_hold_only_contract_fields_and_no_floats() {
         }
     }
     assert!(checked > 0);
+}
+
+/// Fixtures are requests a cluster could send: every object one holds (parent or target,
+/// observed children, attachments and related objects; an admission review's object and old
+/// object) is one the API server would store under the project's CRDs and Keptn's
+/// (`manifests/keptn-crds`, Keptn's v1 fields and required ones): no field its schema would
+/// drop, no value it would refuse. `bad-request` fixtures are exempt, and so is each case below,
+/// a request the spec answers though the API server would never store its object.
+#[test]
+fn every_object_of_every_fixture_is_one_the_api_server_would_store() {
+    /// (fixture, object, why a cluster cannot hold it and the spec answers it anyway).
+    const UNSTORABLE: &[(&str, &str, &str)] = &[
+        (
+            "sync-invalid-timeout.request.json",
+            "AppDiscovery/discovery",
+            "app-discovery §4.1 step 0: a timeoutSeconds that is not an integer, which the CRD refuses",
+        ),
+        (
+            "sync-malformed-request-keeps-apps.request.json",
+            "KeptnAppCreationRequest/broken",
+            "app-discovery §5: a request without spec.appName, which Keptn's CRD requires",
+        ),
+        (
+            "sync-workload-without-version-holds-app.request.json",
+            "KeptnWorkload/podtato-head-right-leg",
+            "app-discovery §5: a workload without spec.version, which Keptn's CRD requires",
+        ),
+    ];
+    let sim = sim::Sim::with_manifests(&[
+        "keptn-crds",
+        "app-discovery",
+        "cert-rotation",
+        "delete-graph",
+    ]);
+    let mut refused = Vec::new();
+    let (mut checked, mut exempt_refused) = (0, 0);
+    for hook in HOOKS {
+        for file in request_fixtures(hook).iter().filter(|f| !is_bad_request(f)) {
+            let request = read_json(file);
+            let fixture = file.file_name().unwrap().to_string_lossy();
+            for object in objects_held(&request) {
+                checked += 1;
+                let object_name = kind_and_name(object);
+                let exempt = UNSTORABLE
+                    .iter()
+                    .find(|(f, o, _)| *f == fixture && *o == object_name);
+                match (sim.check_storable(object), exempt) {
+                    (Ok(()), None) => {}
+                    (Err(_), Some(_)) => exempt_refused += 1,
+                    (Ok(()), Some((_, _, why))) => refused.push(format!(
+                        "{fixture}: {object_name}: stored, so no longer a case of {why}"
+                    )),
+                    (Err(why), None) => refused.push(format!("{fixture}: {object_name}: {why}")),
+                }
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} objects");
+    assert!(refused.is_empty(), "{}", refused.join("\n"));
+    assert_eq!(
+        exempt_refused,
+        UNSTORABLE.len(),
+        "a case of UNSTORABLE names no object"
+    );
+}
+
+/// Every object a hook request holds: `parent` or `object`, each object of `children`,
+/// `attachments` and `related` (by type, a map of names in v1 and a list in v2), and an
+/// admission review's `request.object` and `request.oldObject`.
+fn objects_held(request: &serde_json::Value) -> Vec<&serde_json::Value> {
+    use serde_json::Value;
+    let mut out: Vec<&Value> = [
+        "/parent",
+        "/object",
+        "/request/object",
+        "/request/oldObject",
+    ]
+    .iter()
+    .filter_map(|pointer| request.pointer(pointer))
+    .filter(|object| object.is_object())
+    .collect();
+    for map in ["children", "attachments", "related"] {
+        for objects in request[map]
+            .as_object()
+            .into_iter()
+            .flat_map(|types| types.values())
+        {
+            match objects {
+                Value::Object(by_name) => out.extend(by_name.values()),
+                Value::Array(list) => out.extend(list),
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
 /// The request fixtures of `hook`, sorted: `fixtures/<controller>/<hook>-<case>.request.json`.

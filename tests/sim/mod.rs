@@ -745,6 +745,27 @@ impl Sim {
         }
     }
 
+    /// What the API server says to `obj` written as it is, admission aside: an `Err` for a kind
+    /// it does not serve, a field its CRD's schema would drop, or a value it refuses
+    /// ([`Sim::validate_object`], after defaulting). An object a cluster could hold passes.
+    pub fn check_storable(&self, obj: &Value) -> Result<(), String> {
+        let (api_version, kind) = (str_at(obj, "/apiVersion"), str_at(obj, "/kind"));
+        let Some(resource) = self.resource_by_kind(api_version, kind) else {
+            return Err(format!("no kind {kind:?} is served in {api_version:?}"));
+        };
+        let mut stored = obj.clone();
+        if let Some(schema) = &resource.schema {
+            prune(&mut stored, schema, true);
+            let mut dropped = Vec::new();
+            dropped_fields(obj, &stored, "", &mut dropped);
+            if !dropped.is_empty() {
+                return Err(format!("its schema drops {}", dropped.join(", ")));
+            }
+            apply_defaults(&mut stored, schema);
+        }
+        Self::validate_object(&stored, resource.schema.as_ref())
+    }
+
     /// `kubectl delete`: admission runs first; a denial is the `Err`.
     pub fn delete(&mut self, kind: &str, namespace: &str, name: &str) -> Result<(), String> {
         let key = self.admit_deletion(kind, namespace, name)?;
