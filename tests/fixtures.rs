@@ -262,8 +262,9 @@ fn golden_responses_hold_only_contract_fields_and_no_floats() {
 /// observed children, attachments and related objects; an admission review's object and old
 /// object) is one the API server would store under the project's CRDs and Keptn's
 /// (`manifests/keptn-crds`, Keptn's v1 fields and required ones): no field its schema would
-/// drop, no value it would refuse, timestamps as it writes them. `bad-request` fixtures are exempt, and so is each case below,
-/// a request the spec answers though the API server would never store its object.
+/// drop, no value it would refuse, timestamps as it writes them. `bad-request` fixtures are
+/// exempt, and so is each case below, a request the spec answers though the API server would
+/// never store its object.
 #[test]
 fn every_object_of_every_fixture_is_one_the_api_server_would_store() {
     /// (fixture, object, why a cluster cannot hold it and the spec answers it anyway).
