@@ -1050,3 +1050,74 @@ fn a_trust_bundle_cut_by_hand_is_put_back_at_the_next_sync() {
     assert_eq!(leaves(&sim), step2, "no leaf issued again");
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
+
+/// A Secret the manager does not own, named as one of its leaves (a user's Opaque Secret, or an
+/// MRC's CA Secret), freezes the manager with `SecretConflict` (§3.1 item 2) and is never
+/// written: no leaf data, label, owner or type lands on it. Once the name is free, the leaves
+/// come.
+#[test]
+fn a_secret_of_a_leafs_name_the_manager_does_not_own_is_never_written() {
+    let mut sim = sim();
+    let password = base64::engine::general_purpose::STANDARD.encode("hunter2");
+    sim.apply(
+        &json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": "web-tls", "namespace": NS, "labels": {"team": "payments"}},
+        "data": {"password": password}})
+        .to_string(),
+    )
+    .unwrap();
+    let users = sim.get("Secret", NS, "web-tls").unwrap().clone();
+    set_role(&mut sim, "mrc-a", Some("active")).unwrap();
+
+    let ready = first_condition(&sim, "CertificateManager", "mesh");
+    assert_eq!(ready["reason"], "SecretConflict", "{ready}");
+    assert_eq!(
+        sim.get("Secret", NS, "web-tls"),
+        Some(&users),
+        "the user's Secret as it was"
+    );
+    assert!(
+        sim.get("Secret", NS, "api-tls").is_none(),
+        "frozen: no leaf issued"
+    );
+    assert_eq!(
+        state(&sim, "mrc-a"),
+        "inactive",
+        "no manager signs with it yet (§4.3)"
+    );
+
+    sim.delete("Secret", NS, "web-tls").unwrap();
+    sim.run_until_quiet();
+    assert_eq!(
+        first_condition(&sim, "CertificateManager", "mesh")["reason"],
+        "IssuersReady"
+    );
+    assert_eq!(check_trust(&sim), ["mrc-a"]);
+    assert_eq!(state(&sim, "mrc-a"), "active");
+    let issued = leaves(&sim);
+
+    // An MRC's CA Secret is not the manager's either.
+    let ca = sim.get("Secret", NS, "mrc-a-ca").unwrap().clone();
+    let mut manager = sim.get("CertificateManager", NS, "mesh").unwrap().clone();
+    manager["spec"]["certificates"][0]["secretName"] = json!("mrc-a-ca");
+    sim.apply(&manager.to_string()).unwrap();
+    sim.run_until_quiet();
+    assert_eq!(
+        first_condition(&sim, "CertificateManager", "mesh")["reason"],
+        "SecretConflict"
+    );
+    assert_eq!(
+        sim.get("Secret", NS, "mrc-a-ca"),
+        Some(&ca),
+        "the CA Secret as it was"
+    );
+    for name in LEAF_SECRETS {
+        let leaf = &sim.get("Secret", NS, name).unwrap()["data"]["tls.crt"];
+        assert_eq!(
+            leaf.as_str(),
+            Some(issued[name].as_str()),
+            "{name} kept while frozen"
+        );
+    }
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
