@@ -815,7 +815,7 @@ const WIDGET_SCHEMA: &str = r#"{"type": "object", "properties": {
   "spec": {"type": "object", "properties": {
     "selector": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
     "children": {"type": "array", "items": {"type": "object", "required": ["name"],
-      "properties": {"name": {"type": "string"}, "value": {"type": "string"}}}}}},
+      "properties": {"name": {"type": "string", "pattern": "^[a-z]+$"}, "value": {"type": "string"}}}}}},
   "status": {"type": "object", "properties": {"observed": {"type": "integer"},
     "related": {"type": "integer"}, "observedGeneration": {"type": "integer"}}}}}"#;
 
@@ -864,7 +864,8 @@ fn a_custom_resource_is_pruned_to_its_schema() {
 }
 
 /// The API server validates a custom resource against its CRD's schema: a user's write of a
-/// value of another type, or without a required field, is refused, and so is a status of
+/// value of another type, without a required field, or of a string its `pattern` refuses, is
+/// refused, and so is a status of
 /// another type that a hook answers, which fails the sync (retried) and leaves the status as
 /// it was.
 #[test]
@@ -884,6 +885,12 @@ fn a_custom_resource_is_validated_against_its_schema() {
     let err = sim.apply(&w.to_string()).unwrap_err();
     assert!(
         err.contains(".spec.children[0].name: Required value"),
+        "{err}"
+    );
+    w["spec"]["children"][0] = json!({"name": "A1"});
+    let err = sim.apply(&w.to_string()).unwrap_err();
+    assert!(
+        err.contains(r#".spec.children[0].name: Invalid value: "A1": should match '^[a-z]+$'"#),
         "{err}"
     );
 

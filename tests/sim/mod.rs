@@ -1899,7 +1899,7 @@ fn validate_metadata(metadata: &Value) -> Result<(), String> {
 /// A custom resource against its CRD's structural schema, as the API server validates it
 /// after pruning and defaulting: each value of its `type` (`nullable` letting null through,
 /// `x-kubernetes-int-or-string` an integer or a string), the `required` properties, `enum`,
-/// `minimum` and `maxLength`; `pattern` is not checked. `metadata` is the API server's own.
+/// `minimum`, `maxLength` and `pattern`. `metadata` is the API server's own.
 fn validate_schema(value: &Value, schema: &Value, at: &str) -> Result<(), String> {
     let invalid = |why: String| Err(format!("{}: {why}", if at.is_empty() { "." } else { at }));
     if value.is_null() && schema["nullable"] == json!(true) {
@@ -1934,6 +1934,14 @@ fn validate_schema(value: &Value, schema: &Value, at: &str) -> Result<(), String
     if let (Some(max), Some(text)) = (schema["maxLength"].as_u64(), value.as_str()) {
         if text.chars().count() as u64 > max {
             return invalid(format!("Too long: may not be more than {max} bytes"));
+        }
+    }
+    if let (Some(pattern), Some(text)) = (schema["pattern"].as_str(), value.as_str()) {
+        let pattern_matches = regex::Regex::new(pattern)
+            .unwrap_or_else(|e| panic!("a CRD's pattern {pattern:?}: {e}"))
+            .is_match(text);
+        if !pattern_matches {
+            return invalid(format!("Invalid value: {value}: should match '{pattern}'"));
         }
     }
     match value {
