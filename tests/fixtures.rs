@@ -334,6 +334,72 @@ fn every_object_of_every_fixture_is_one_the_api_server_would_store() {
     );
 }
 
+/// Admission fixtures are reviews as the API server sends them: every field it always sets
+/// (`uid`, `kind`, `resource`, `requestKind`, `requestResource`, `name`, `namespace`,
+/// `operation`, `userInfo.username`, `dryRun`, and `options` of the operation's kind), an
+/// object but on DELETE, and an old object on UPDATE and DELETE only.
+#[test]
+fn every_admission_fixture_is_a_review_as_the_api_server_sends_it() {
+    use serde_json::Value;
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for hook in HOOKS.iter().filter(|h| h.kind.is_admission()) {
+        for file in request_fixtures(hook).iter().filter(|f| !is_bad_request(f)) {
+            checked += 1;
+            let review = read_json(file);
+            let request = &review["request"];
+            let fixture = file.file_name().unwrap().to_string_lossy().into_owned();
+            let always = [
+                "uid",
+                "kind",
+                "resource",
+                "requestKind",
+                "requestResource",
+                "name",
+                "namespace",
+                "operation",
+                "userInfo",
+                "dryRun",
+                "options",
+            ];
+            for field in always.iter().filter(|f| request.get(**f).is_none()) {
+                wrong.push(format!("{fixture}: no request.{field}"));
+            }
+            let operation = request["operation"].as_str().unwrap_or_default();
+            let options = match operation {
+                "CREATE" => "CreateOptions",
+                "UPDATE" => "UpdateOptions",
+                "DELETE" => "DeleteOptions",
+                _ => "ConnectOptions",
+            };
+            if request["options"]["kind"] != options {
+                wrong.push(format!(
+                    "{fixture}: {operation} with options {}",
+                    request["options"]
+                ));
+            }
+            if request["userInfo"]["username"].as_str().is_none() {
+                wrong.push(format!("{fixture}: no request.userInfo.username"));
+            }
+            let has = |field: &str| request.get(field).is_some_and(Value::is_object);
+            if has("object") == (operation == "DELETE") {
+                wrong.push(format!(
+                    "{fixture}: {operation} and object {}",
+                    request["object"]
+                ));
+            }
+            if has("oldObject") != matches!(operation, "UPDATE" | "DELETE") {
+                wrong.push(format!(
+                    "{fixture}: {operation} and oldObject {}",
+                    request["oldObject"]
+                ));
+            }
+        }
+    }
+    assert!(checked > 20, "only {checked} admission fixtures");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// The timestamps the API server sets on an object (`metadata.creationTimestamp` and
 /// `deletionTimestamp`) in the one form it writes them, `2026-06-01T12:00:00Z`.
 fn server_timestamps(object: &serde_json::Value) -> Result<(), String> {

@@ -915,13 +915,21 @@ impl Sim {
                 if !matches {
                     continue;
                 }
+                let kind = json!({"group": group, "version": version, "kind": resource.kind});
+                let plural =
+                    json!({"group": group, "version": version, "resource": resource.plural});
+                let options = match operation {
+                    "CREATE" => "CreateOptions",
+                    "UPDATE" => "UpdateOptions",
+                    _ => "DeleteOptions",
+                };
                 let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                     "request": {"uid": format!("admission-{}", self.calls.len()),
-                                "kind": {"group": group, "version": version, "kind": resource.kind},
-                                "resource": {"group": group, "version": version, "resource": resource.plural},
+                                "kind": kind, "resource": plural, "requestKind": kind, "requestResource": plural,
                                 "name": str_at(&subject, "/metadata/name"), "namespace": str_at(&subject, "/metadata/namespace"),
-                                "operation": operation, "userInfo": {"username": user},
-                                "object": object, "oldObject": old, "dryRun": false}});
+                                "operation": operation, "userInfo": user_info(user),
+                                "object": object, "oldObject": old, "dryRun": false,
+                                "options": {"apiVersion": "meta.k8s.io/v1", "kind": options}}});
                 let path = str_at(hook, "/clientConfig/service/path").to_owned();
                 let ignore_failure = str_at(hook, "/failurePolicy") == "Ignore";
                 if !self.webhooks_reachable {
@@ -1798,6 +1806,19 @@ impl Sim {
         if self.manage(&observed, &desired, &types, &target, Some(&name)) {
             self.retry(DECORATOR + ctrl, key);
         }
+    }
+}
+
+/// An AdmissionReview's `userInfo` for a user: a service account's groups, or an
+/// authenticated user's.
+fn user_info(user: &str) -> Value {
+    match user.strip_prefix("system:serviceaccount:") {
+        Some(account) => {
+            let namespace = account.split(':').next().unwrap_or_default();
+            json!({"username": user, "groups": ["system:serviceaccounts",
+                format!("system:serviceaccounts:{namespace}"), "system:authenticated"]})
+        }
+        None => json!({"username": user, "groups": ["system:authenticated"]}),
     }
 }
 
