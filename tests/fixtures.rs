@@ -295,12 +295,7 @@ fn every_object_of_every_fixture_is_one_the_api_server_would_store() {
             "app-discovery §5: a creationTimestamp that is no time, which the API server never writes",
         ),
     ];
-    let sim = sim::Sim::with_manifests(&[
-        "keptn-crds",
-        "app-discovery",
-        "cert-rotation",
-        "delete-graph",
-    ]);
+    let sim = all_manifests();
     let mut refused = Vec::new();
     let (mut checked, mut exempt_refused) = (0, 0);
     for hook in HOOKS {
@@ -332,6 +327,115 @@ fn every_object_of_every_fixture_is_one_the_api_server_would_store() {
         UNSTORABLE.len(),
         "a case of UNSTORABLE names no object"
     );
+}
+
+/// Metacontroller fixtures are requests as Metacontroller sends them from the project's
+/// manifests (contract §4-§7): the whole controller whose hook calls the route, as `manifests/`
+/// declares it but for each hook's `version`; every field of the request's kind; one entry in
+/// `children` or `attachments` for each declared type; and each object under the type key of
+/// its kind and the key its hook version gives it (`v2`: `<namespace>/<name>`; `v1`: its name,
+/// but `<namespace>/<name>` under a cluster-scoped parent).
+#[test]
+fn every_metacontroller_fixture_is_a_request_as_metacontroller_sends_it() {
+    use serde_json::Value;
+    let sim = all_manifests();
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for hook in HOOKS.iter().filter(|h| !h.kind.is_admission()) {
+        let route = hook.route();
+        let Some(controller) = sim.controller_calling(&route) else {
+            panic!("no controller of manifests/ calls {route}");
+        };
+        let (parent, map) = parent_and_children(hook.kind);
+        let customize = hook.kind == HookKind::Customize;
+        let fields: &[&str] = if customize {
+            &["controller", "parent"]
+        } else {
+            &["controller", parent, map, "related", "finalizing"]
+        };
+        let declared = &controller["spec"][if map == "children" {
+            "childResources"
+        } else {
+            "attachments"
+        }];
+        let mut declared_types = sim.type_keys(declared);
+        declared_types.sort();
+        for file in request_fixtures(hook).iter().filter(|f| !is_bad_request(f)) {
+            checked += 1;
+            let request = read_json(file);
+            let fixture = file.file_name().unwrap().to_string_lossy().into_owned();
+            for field in fields.iter().filter(|f| request.get(**f).is_none()) {
+                wrong.push(format!("{fixture}: no {field}"));
+            }
+            let sent = &request["controller"];
+            let mut expected = controller.clone();
+            for (name, hook) in expected["spec"]["hooks"].as_object_mut().unwrap() {
+                hook["version"] = sent["spec"]["hooks"][name]["version"].clone();
+            }
+            let same = ["/kind", "/metadata/name", "/spec"]
+                .iter()
+                .all(|at| sent.pointer(at) == expected.pointer(at));
+            if !same {
+                wrong.push(format!(
+                    "{fixture}: the controller is not {}'s of manifests/",
+                    expected["metadata"]["name"]
+                ));
+            }
+            if customize {
+                continue;
+            }
+            let mut types: Vec<String> = request[map]
+                .as_object()
+                .map(|types| types.keys().cloned().collect())
+                .unwrap_or_default();
+            types.sort();
+            if types != declared_types {
+                wrong.push(format!(
+                    "{fixture}: {map} of {types:?}, declared {declared_types:?}"
+                ));
+            }
+            let v1 = sent["spec"]["hooks"]["sync"]["version"] == "v1";
+            let cluster_scoped_parent = request[parent]["metadata"].get("namespace").is_none();
+            for (type_key, objects) in [map, "related"]
+                .iter()
+                .filter_map(|m| request[*m].as_object())
+                .flatten()
+            {
+                for (key, object) in objects.as_object().into_iter().flatten() {
+                    let at = |p| {
+                        object
+                            .pointer(p)
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                    };
+                    let (namespace, name) = (at("/metadata/namespace"), at("/metadata/name"));
+                    let expected_key = if namespace.is_empty() || (v1 && !cluster_scoped_parent) {
+                        name.to_owned()
+                    } else {
+                        format!("{namespace}/{name}")
+                    };
+                    let of_type = format!("{}.{}", at("/kind"), at("/apiVersion"));
+                    if *key != expected_key || *type_key != of_type {
+                        wrong.push(format!(
+                            "{fixture}: {of_type} {namespace}/{name} at {type_key} {key:?}"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} Metacontroller fixtures");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// A simulator with every CRD and controller of `manifests/` and the minimal Keptn CRDs.
+fn all_manifests() -> sim::Sim {
+    sim::Sim::with_manifests(&[
+        "keptn-crds",
+        "app-discovery",
+        "cert-rotation",
+        "delete-graph",
+    ])
 }
 
 /// Admission fixtures are reviews as the API server sends them: every field it always sets

@@ -766,6 +766,26 @@ impl Sim {
         Self::validate_object(&stored, resource.schema.as_ref())
     }
 
+    /// The CompositeController or DecoratorController with a hook that calls `route`
+    /// (`/app-discovery/sync`), as loaded.
+    pub fn controller_calling(&self, route: &str) -> Option<&Value> {
+        self.composites.iter().chain(&self.decorators).find(|c| {
+            let hooks = c["spec"]["hooks"].as_object().into_iter().flatten();
+            hooks
+                .map(|(_, hook)| hook)
+                .any(|hook| hook_path(hook) == route)
+        })
+    }
+
+    /// The object-map type keys (`Kind.apiVersion`, contract §4) of a controller's
+    /// `childResources` or `attachments`, in their order.
+    pub fn type_keys(&self, declared: &Value) -> Vec<String> {
+        let types = self.child_types(declared).into_iter();
+        types
+            .map(|(r, _)| format!("{}.{}", r.kind, r.api_version))
+            .collect()
+    }
+
     /// `kubectl delete`: admission runs first; a denial is the `Err`.
     pub fn delete(&mut self, kind: &str, namespace: &str, name: &str) -> Result<(), String> {
         let key = self.admit_deletion(kind, namespace, name)?;
@@ -1323,12 +1343,7 @@ impl Sim {
         body: &Value,
         parent: &Value,
     ) -> Result<Value, String> {
-        let url = str_at(hook, "/webhook/url");
-        let path = url
-            .split_once("://")
-            .map(|(_, rest)| rest.find('/').map_or("/", |i| &rest[i..]))
-            .unwrap_or(url)
-            .to_owned();
+        let path = hook_path(hook).to_owned();
         let etag_key =
             (hook.pointer("/webhook/etag/enabled") == Some(&Value::Bool(true))).then(|| {
                 let at = |p| str_at(parent, p).to_owned();
@@ -1807,6 +1822,14 @@ impl Sim {
             self.retry(DECORATOR + ctrl, key);
         }
     }
+}
+
+/// The path a Metacontroller hook calls: its `webhook.url`'s, `/app-discovery/sync`.
+fn hook_path(hook: &Value) -> &str {
+    let url = str_at(hook, "/webhook/url");
+    url.split_once("://")
+        .map(|(_, rest)| rest.find('/').map_or("/", |i| &rest[i..]))
+        .unwrap_or(url)
 }
 
 /// An AdmissionReview's `userInfo` for a user: a service account's groups, or an
