@@ -803,7 +803,7 @@ fn workloads_a_step_apart_complete_mutual_tls_through_the_rotation_and_its_rollb
     // other side finds untrusted.
     let unknown_issuer = [
         "invalid peer certificate: UnknownIssuer",
-        "certificate verify failed: self-signed certificate in certificate chain",
+        "certificate verify failed: X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN",
     ];
     for (stack, said) in Stack::ALL.into_iter().zip(unknown_issuer) {
         let on_stack = |f: &&String| f.starts_with(&format!("{stack:?}: "));
@@ -819,7 +819,7 @@ fn workloads_a_step_apart_complete_mutual_tls_through_the_rotation_and_its_rollb
     let (web, api) = (&step5[0].1, &step5[1].1);
     let wrong_name = [
         "client: invalid peer certificate: certificate not valid for name",
-        "client: certificate verify failed: hostname mismatch",
+        "client: certificate verify failed: X509_V_ERR_HOSTNAME_MISMATCH",
     ];
     for (stack, said) in Stack::ALL.into_iter().zip(wrong_name) {
         let right = stack.handshake(api, web, "web.mesh.cluster.local", sim.now());
@@ -929,7 +929,7 @@ fn a_users_ca_not_begun_yet_signs_leaves_openssl_peers_refuse_until_it_begins() 
     assert_eq!(failed_on_openssl.len(), 8, "{failed:?}");
     // Where the two stacks part: WebPKI takes every call (a change in either stack shows here).
     assert_eq!(failed.len(), failed_on_openssl.len(), "{failed:?}");
-    let not_yet = "certificate verify failed: certificate is not yet valid";
+    let not_yet = "certificate verify failed: X509_V_ERR_CERT_NOT_YET_VALID";
     assert!(
         failed_on_openssl.iter().all(|f| f.ends_with(not_yet)),
         "{failed:?}"
