@@ -913,7 +913,7 @@ fn a_custom_resource_is_validated_against_its_schema() {
 
 /// ConfigMap and Secret data are checked as the API server checks them, for a hook's children
 /// and a user's writes alike: config keys, string values, base64 in a Secret, the two keys of a
-/// `kubernetes.io/tls` Secret.
+/// `kubernetes.io/tls` Secret; and on an update a Secret's type and an `immutable` one's data.
 #[test]
 fn configmap_and_secret_data_are_checked_as_the_api_server_does() {
     let (mut sim, hook) = setup("InPlace", "v1", "");
@@ -952,6 +952,24 @@ fn configmap_and_secret_data_are_checked_as_the_api_server_does() {
     assert!(err.contains("data[tls.key]: Required value"), "{err}");
     sim.apply(&secret(json!({"tls.crt": "YQ==", "tls.key": ""})))
         .unwrap();
+
+    // An update may not change a Secret's type, nor what `immutable` holds.
+    let mut opaque: Value = serde_json::from_str(&secret(json!({"k": "YQ=="}))).unwrap();
+    opaque["type"] = json!("Opaque");
+    let err = sim.apply(&opaque.to_string()).unwrap_err();
+    assert!(
+        err.contains("type: Invalid value: \"Opaque\": field is immutable"),
+        "{err}"
+    );
+    let mut frozen = json!({"apiVersion": "v1", "kind": "ConfigMap", "immutable": true,
+                            "metadata": {"name": "f", "namespace": "ns"}, "data": {"k": "1"}});
+    sim.apply(&frozen.to_string()).unwrap();
+    frozen["data"]["k"] = json!("2");
+    let err = sim.apply(&frozen.to_string()).unwrap_err();
+    assert!(err.contains("data: Forbidden: field is immutable"), "{err}");
+    frozen["data"]["k"] = json!("1");
+    frozen["metadata"]["labels"] = json!({"seen": "yes"});
+    sim.apply(&frozen.to_string()).unwrap();
 }
 
 /// Two hook faults Metacontroller takes silently fail the scenario here (contract §5.3): a

@@ -705,6 +705,9 @@ impl Sim {
             prune(&mut obj, schema, true);
         }
         Self::validate_object(&obj, schema.as_ref())?;
+        if let Some(old) = &old {
+            validate_update(&obj, old)?;
+        }
         match old {
             None => {
                 self.store.create(obj, self.now());
@@ -2013,6 +2016,31 @@ fn validate_schema(value: &Value, schema: &Value, at: &str) -> Result<(), String
             }
         }
         _ => {}
+    }
+    Ok(())
+}
+
+/// What an update may not change, as the API server checks it: a Secret's `type` (`Opaque`
+/// when absent), and the data of a ConfigMap or Secret marked `immutable`, or the mark itself.
+fn validate_update(obj: &Value, old: &Value) -> Result<(), String> {
+    let kind = str_at(obj, "/kind");
+    if str_at(obj, "/apiVersion") != "v1" || !matches!(kind, "ConfigMap" | "Secret") {
+        return Ok(());
+    }
+    let secret_type = |o: &Value| o["type"].as_str().unwrap_or("Opaque").to_owned();
+    if kind == "Secret" && secret_type(obj) != secret_type(old) {
+        return Err(format!(
+            "type: Invalid value: {:?}: field is immutable",
+            secret_type(obj)
+        ));
+    }
+    if old["immutable"] == json!(true) {
+        if obj["immutable"] != json!(true) {
+            return Err("immutable: Forbidden: field is immutable when `immutable` is set".into());
+        }
+        if obj["data"] != old["data"] || obj["binaryData"] != old["binaryData"] {
+            return Err("data: Forbidden: field is immutable when `immutable` is set".into());
+        }
     }
     Ok(())
 }
