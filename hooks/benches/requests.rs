@@ -57,9 +57,9 @@ pub fn app_discovery_sync(n: usize) -> Vec<u8> {
     let workloads: Vec<Value> = (0..n).map(|i| {
         let name = format!("app-{}-workload-{i}", i % apps);
         json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnWorkload", "metadata": server_metadata(&name, ns, "KeptnWorkload"),
-               "spec": {"app": format!("app-{}", i % apps), "version": format!("1.{}.0", i % 7), "workloadName": name,
+               "spec": {"app": format!("app-{}", i % apps), "version": format!("1.{}.0", i % 7),
                         "resourceReference": {"kind": "ReplicaSet", "name": format!("{name}-6d5f8c7b9"), "uid": "5f0c0c4e-0b3a-4d2c-9f0e-1a2b3c4d5e6f"}},
-               "status": {"currentPhase": "Completed", "deploymentStatus": "Succeeded", "status": "Succeeded", "phaseTraceIDs": {"WorkloadDeploy": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}})
+               "status": {"currentVersion": format!("1.{}.0", i % 7)}})
     }).collect();
     let app_objs: Vec<Value> = (0..apps).map(|a| {
         let mut meta = server_metadata(&format!("app-{a}"), ns, "KeptnApp");
