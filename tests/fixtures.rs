@@ -262,7 +262,7 @@ fn golden_responses_hold_only_contract_fields_and_no_floats() {
 /// observed children, attachments and related objects; an admission review's object and old
 /// object) is one the API server would store under the project's CRDs and Keptn's
 /// (`manifests/keptn-crds`, Keptn's v1 fields and required ones): no field its schema would
-/// drop, no value it would refuse, timestamps as it writes them. `bad-request` fixtures are
+/// drop, no value it would refuse, the metadata it sets. `bad-request` fixtures are
 /// exempt, and so is each case below, a request the spec answers though the API server would
 /// never store its object.
 #[test]
@@ -302,14 +302,15 @@ fn every_object_of_every_fixture_is_one_the_api_server_would_store() {
         for file in request_fixtures(hook).iter().filter(|f| !is_bad_request(f)) {
             let request = read_json(file);
             let fixture = file.file_name().unwrap().to_string_lossy();
-            for object in objects_held(&request) {
+            for (object, stored) in objects_held(&request) {
                 checked += 1;
                 let object_name = kind_and_name(object);
                 let exempt = UNSTORABLE
                     .iter()
                     .find(|(f, o, _)| *f == fixture && *o == object_name);
-                let stored = server_timestamps(object).and_then(|()| sim.check_storable(object));
-                match (stored, exempt) {
+                let held =
+                    server_metadata(object, stored).and_then(|()| sim.check_storable(object));
+                match (held, exempt) {
                     (Ok(()), None) => {}
                     (Err(_), Some(_)) => exempt_refused += 1,
                     (Ok(()), Some((_, _, why))) => refused.push(format!(
@@ -504,11 +505,20 @@ fn every_admission_fixture_is_a_review_as_the_api_server_sends_it() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-/// The timestamps the API server sets on an object (`metadata.creationTimestamp` and
-/// `deletionTimestamp`) in the one form it writes them, `2026-06-01T12:00:00Z`.
-fn server_timestamps(object: &serde_json::Value) -> Result<(), String> {
+/// What the API server sets on an object (contract §5.1: Metacontroller sends objects as its
+/// informers hold them): a `uid`, a `resourceVersion` and a `creationTimestamp` on each object
+/// it has stored (`stored`), and `creationTimestamp` and `deletionTimestamp` in the one form it
+/// writes them, `2026-06-01T12:00:00Z`.
+fn server_metadata(object: &serde_json::Value, stored: bool) -> Result<(), String> {
+    let metadata = &object["metadata"];
+    if stored {
+        let set = ["uid", "resourceVersion", "creationTimestamp"];
+        if let Some(unset) = set.iter().find(|f| metadata.get(**f).is_none()) {
+            return Err(format!("stored, yet no metadata.{unset}"));
+        }
+    }
     for field in ["creationTimestamp", "deletionTimestamp"] {
-        let Some(time) = object["metadata"].get(field) else {
+        let Some(time) = metadata.get(field) else {
             continue;
         };
         let written = time.as_str().is_some_and(|t| {
@@ -530,20 +540,22 @@ fn server_timestamps(object: &serde_json::Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Every object a hook request holds: `parent` or `object`, each object of `children`,
-/// `attachments` and `related` (by type, a map of names in v1 and a list in v2), and an
-/// admission review's `request.object` and `request.oldObject`.
-fn objects_held(request: &serde_json::Value) -> Vec<&serde_json::Value> {
+/// Every object a hook request holds, and whether the API server has stored it: `parent` or
+/// `object`, each object of `children`, `attachments` and `related` (by type, a map of names
+/// in v1 and a list in v2), and an admission review's `request.oldObject` and `request.object`,
+/// which is not stored yet on a CREATE.
+fn objects_held(request: &serde_json::Value) -> Vec<(&serde_json::Value, bool)> {
     use serde_json::Value;
-    let mut out: Vec<&Value> = [
-        "/parent",
-        "/object",
-        "/request/object",
-        "/request/oldObject",
+    let creating = request.pointer("/request/operation") == Some(&Value::from("CREATE"));
+    let mut out: Vec<(&Value, bool)> = [
+        ("/parent", true),
+        ("/object", true),
+        ("/request/object", !creating),
+        ("/request/oldObject", true),
     ]
-    .iter()
-    .filter_map(|pointer| request.pointer(pointer))
-    .filter(|object| object.is_object())
+    .into_iter()
+    .filter_map(|(pointer, stored)| Some((request.pointer(pointer)?, stored)))
+    .filter(|(object, _)| object.is_object())
     .collect();
     for map in ["children", "attachments", "related"] {
         for objects in request[map]
@@ -552,8 +564,8 @@ fn objects_held(request: &serde_json::Value) -> Vec<&serde_json::Value> {
             .flat_map(|types| types.values())
         {
             match objects {
-                Value::Object(by_name) => out.extend(by_name.values()),
-                Value::Array(list) => out.extend(list),
+                Value::Object(by_name) => out.extend(by_name.values().map(|o| (o, true))),
+                Value::Array(list) => out.extend(list.iter().map(|o| (o, true))),
                 _ => {}
             }
         }
