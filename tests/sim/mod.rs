@@ -489,8 +489,8 @@ impl Sim {
                         });
                     }
                 }
-                "CompositeController" => composites.push(d),
-                "DecoratorController" => decorators.push(d),
+                "CompositeController" => composites.push(as_stored(d, &clock)),
+                "DecoratorController" => decorators.push(as_stored(d, &clock)),
                 "MutatingWebhookConfiguration" => webhooks.push((true, d)),
                 "ValidatingWebhookConfiguration" => webhooks.push((false, d)),
                 _ => {}
@@ -1825,6 +1825,19 @@ impl Sim {
             self.retry(DECORATOR + ctrl, key);
         }
     }
+}
+
+/// A Metacontroller controller as its informer holds it, and so as hook requests carry it
+/// (contract §5.1): with the metadata the API server sets and an empty status.
+fn as_stored(mut controller: Value, clock: &AtomicI64) -> Value {
+    let name = str_at(&controller, "/metadata/name").to_owned();
+    let metadata = &mut controller["metadata"];
+    metadata["uid"] = json!(format!("controller-{name}"));
+    metadata["resourceVersion"] = json!("1");
+    metadata["generation"] = json!(1);
+    metadata["creationTimestamp"] = json!(rfc3339(clock.load(Ordering::SeqCst)));
+    controller["status"] = json!({});
+    controller
 }
 
 /// The path a Metacontroller hook calls: its `webhook.url`'s, `/app-discovery/sync`.
