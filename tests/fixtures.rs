@@ -336,7 +336,8 @@ fn every_object_of_every_fixture_is_one_the_api_server_would_store() {
 /// `children` or `attachments` for each declared type; and each object under the type key of
 /// its kind and the key its hook version gives it (`v2`: `<namespace>/<name>`; `v1`: its name,
 /// but `<namespace>/<name>` under a cluster-scoped parent, and under a namespaced one only
-/// objects of its namespace).
+/// objects of its namespace); `related` has an entry for each type the controller's customize
+/// hook names for the parent, and only objects its rules select.
 #[test]
 fn every_metacontroller_fixture_is_a_request_as_metacontroller_sends_it() {
     use serde_json::Value;
@@ -386,24 +387,30 @@ fn every_metacontroller_fixture_is_a_request_as_metacontroller_sends_it() {
             if customize {
                 continue;
             }
-            let mut types: Vec<String> = request[map]
-                .as_object()
-                .map(|types| types.keys().cloned().collect())
-                .unwrap_or_default();
-            types.sort();
+            let types = sorted_keys(&request[map]);
             if types != declared_types {
                 wrong.push(format!(
                     "{fixture}: {map} of {types:?}, declared {declared_types:?}"
                 ));
             }
+            let related_types = sorted_keys(&request["related"]);
+            let rules = related_rules(&route, &request);
+            let mut ruled_types = sim.type_keys(&Value::from(rules.clone()));
+            ruled_types.sort();
+            ruled_types.dedup();
+            if related_types != ruled_types {
+                wrong.push(format!(
+                    "{fixture}: related of {related_types:?}, the customize rules' {ruled_types:?}"
+                ));
+            }
             let v1 = sent["spec"]["hooks"]["sync"]["version"] == "v1";
             let parent_namespace = request[parent]["metadata"]["namespace"].as_str();
             let cluster_scoped_parent = parent_namespace.is_none();
-            for (type_key, objects) in [map, "related"]
-                .iter()
-                .filter_map(|m| request[*m].as_object())
-                .flatten()
-            {
+            let typed = |m: &'static str| {
+                let types = request[m].as_object().into_iter().flatten();
+                types.map(move |(type_key, objects)| (m, type_key, objects))
+            };
+            for (m, type_key, objects) in typed(map).chain(typed("related")) {
                 for (key, object) in objects.as_object().into_iter().flatten() {
                     let at = |p| {
                         object
@@ -418,20 +425,70 @@ fn every_metacontroller_fixture_is_a_request_as_metacontroller_sends_it() {
                         format!("{namespace}/{name}")
                     };
                     let of_type = format!("{}.{}", at("/kind"), at("/apiVersion"));
-                    // v1 under a namespaced parent leaves out what is not of its namespace.
-                    let left_out =
-                        v1 && !cluster_scoped_parent && parent_namespace != Some(namespace);
-                    if *key != expected_key || *type_key != of_type || left_out {
-                        wrong.push(format!(
-                            "{fixture}: {of_type} {namespace}/{name} at {type_key} {key:?}"
-                        ));
-                    }
+                    let selected = |rule: &Value| {
+                        sim.type_keys(&Value::from(vec![rule.clone()])) == [of_type.clone()]
+                            && rule["namespace"].as_str().is_none_or(|ns| ns == namespace)
+                            && rule["names"]
+                                .as_array()
+                                .is_none_or(|names| names.iter().any(|n| n == name))
+                    };
+                    let problem = if *type_key != of_type {
+                        "under another type".to_owned()
+                    } else if *key != expected_key {
+                        format!("keyed {key:?}, not {expected_key:?}")
+                    } else if v1 && !cluster_scoped_parent && parent_namespace != Some(namespace) {
+                        "of another namespace than its parent's, which v1 leaves out".to_owned()
+                    } else if m == "related" && !rules.iter().any(selected) {
+                        "selected by no customize rule".to_owned()
+                    } else {
+                        continue;
+                    };
+                    wrong.push(format!(
+                        "{fixture}: {m} {type_key} {of_type} {namespace}/{name}: {problem}"
+                    ));
                 }
             }
         }
     }
     assert!(checked > 50, "only {checked} Metacontroller fixtures");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The keys of a JSON object, sorted (none for another value).
+fn sorted_keys(v: &serde_json::Value) -> Vec<String> {
+    let mut keys: Vec<String> = v
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k.clone())
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// The customize rules (`relatedResources`) the controller's customize hook answers for the
+/// parent of a request to `route`, none for a controller without one (contract §6).
+fn related_rules(route: &str, request: &serde_json::Value) -> Vec<serde_json::Value> {
+    let controller = route.trim_start_matches('/').split('/').next().unwrap();
+    let Some(customize) = metahooks_hooks::registry::find(&format!("{controller}/customize"))
+    else {
+        return Vec::new();
+    };
+    let parent = request.get("parent").or(request.get("object")).unwrap();
+    let body = serde_json::json!({"controller": request["controller"], "parent": parent});
+    let rng = ring::rand::SystemRandom::new();
+    let memo = metahooks_hooks::memo::Memo::default();
+    let context = metahooks_hooks::registry::HookContext {
+        now: fixture_now(),
+        rng: &rng,
+        memo: &memo,
+    };
+    let answer = (customize.run)(&serde_json::to_vec(&body).unwrap(), &context).unwrap();
+    let answer: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+    answer["relatedResources"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// A simulator with every CRD and controller of `manifests/` and the minimal Keptn CRDs.
