@@ -308,8 +308,8 @@ fn every_object_of_every_fixture_is_one_the_api_server_would_store() {
                 let exempt = UNSTORABLE
                     .iter()
                     .find(|(f, o, _)| *f == fixture && *o == object_name);
-                let held =
-                    server_metadata(object, stored).and_then(|()| sim.check_storable(object));
+                let held = server_metadata(object, stored)
+                    .and_then(|()| sim.check_storable(object, stored));
                 match (held, exempt) {
                     (Ok(()), None) => {}
                     (Err(_), Some(_)) => exempt_refused += 1,
@@ -336,8 +336,9 @@ fn every_object_of_every_fixture_is_one_the_api_server_would_store() {
 /// `children` or `attachments` for each declared type; and each object under the type key of
 /// its kind and the key its hook version gives it (`v2`: `<namespace>/<name>`; `v1`: its name,
 /// but `<namespace>/<name>` under a cluster-scoped parent, and under a namespaced one only
-/// objects of its namespace); `related` has an entry for each type the controller's customize
-/// hook names for the parent, and only objects its rules select.
+/// objects of its namespace); children and attachments claimed as Metacontroller claims them;
+/// `related` has an entry for each type the controller's customize hook names for the parent,
+/// and only objects its rules select.
 #[test]
 fn every_metacontroller_fixture_is_a_request_as_metacontroller_sends_it() {
     use serde_json::Value;
@@ -387,6 +388,11 @@ fn every_metacontroller_fixture_is_a_request_as_metacontroller_sends_it() {
             if customize {
                 continue;
             }
+            wrong.extend(
+                unclaimed(&request, parent, map, controller)
+                    .into_iter()
+                    .map(|why| format!("{fixture}: {why}")),
+            );
             let types = sorted_keys(&request[map]);
             if types != declared_types {
                 wrong.push(format!(
@@ -452,6 +458,56 @@ fn every_metacontroller_fixture_is_a_request_as_metacontroller_sends_it() {
     }
     assert!(checked > 50, "only {checked} Metacontroller fixtures");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The children (or attachments) of a request that Metacontroller would not have claimed for
+/// its parent (contract §5.1, §7.1), each with why: every one has a controller owner reference
+/// to the parent; a child carries labels its parent's selector matches (`controller-uid` under
+/// `generateSelector`), an attachment the annotation that names its DecoratorController.
+fn unclaimed(
+    request: &serde_json::Value,
+    parent: &str,
+    map: &str,
+    controller: &serde_json::Value,
+) -> Vec<String> {
+    use serde_json::json;
+    let parent = &request[parent];
+    let selector = if controller["spec"]["generateSelector"] == true {
+        json!({"matchLabels": {"controller-uid": parent["metadata"]["uid"]}})
+    } else {
+        parent["spec"]["selector"].clone()
+    };
+    let attachments = map == "attachments";
+    let objects = request[map].as_object().into_iter().flatten();
+    let objects = objects.flat_map(|(_, by_key)| by_key.as_object().into_iter().flatten());
+    let claimed = objects.filter_map(|(key, object)| {
+        let metadata = &object["metadata"];
+        let owners = metadata["ownerReferences"].as_array().into_iter().flatten();
+        let mut controllers = owners.filter(|owner| owner["controller"] == true);
+        let owned = controllers.next().is_some_and(|owner| {
+            ["apiVersion", "kind"]
+                .iter()
+                .all(|f| owner[*f] == parent[*f])
+                && ["name", "uid"]
+                    .iter()
+                    .all(|f| owner[*f] == parent["metadata"][*f])
+        }) && controllers.next().is_none();
+        let why = if !owned {
+            "no controller owner reference to its parent"
+        } else if attachments {
+            let by = &metadata["annotations"]["metacontroller.k8s.io/decorator-controller"];
+            if *by == controller["metadata"]["name"] {
+                return None;
+            }
+            "no annotation naming its DecoratorController"
+        } else if !sim::selector_matches(&selector, &metadata["labels"]) {
+            "labels its parent's selector does not match"
+        } else {
+            return None;
+        };
+        Some(format!("{map} {key}: {why}"))
+    });
+    claimed.collect()
 }
 
 /// The keys of a JSON object, sorted (none for another value).

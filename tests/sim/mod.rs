@@ -750,8 +750,10 @@ impl Sim {
 
     /// What the API server says to `obj` written as it is, admission aside: an `Err` for a kind
     /// it does not serve, a field its CRD's schema would drop, or a value it refuses
-    /// ([`Sim::validate_object`], after defaulting). An object a cluster could hold passes.
-    pub fn check_storable(&self, obj: &Value) -> Result<(), String> {
+    /// ([`Sim::validate_object`], after defaulting). An object the API server has stored
+    /// (`stored_already`) carries its CRD's defaults, so there a default it lacks is an `Err` too. An
+    /// object a cluster could hold passes.
+    pub fn check_storable(&self, obj: &Value, stored_already: bool) -> Result<(), String> {
         let (api_version, kind) = (str_at(obj, "/apiVersion"), str_at(obj, "/kind"));
         let Some(resource) = self.resource_by_kind(api_version, kind) else {
             return Err(format!("no kind {kind:?} is served in {api_version:?}"));
@@ -765,6 +767,16 @@ impl Sim {
                 return Err(format!("its schema drops {}", dropped.join(", ")));
             }
             apply_defaults(&mut stored, schema);
+        }
+        if stored_already {
+            let mut defaulted = Vec::new();
+            dropped_fields(&stored, obj, "", &mut defaulted);
+            if !defaulted.is_empty() {
+                return Err(format!(
+                    "stored without its defaults {}",
+                    defaulted.join(", ")
+                ));
+            }
         }
         Self::validate_object(&stored, resource.schema.as_ref())
     }
