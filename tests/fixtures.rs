@@ -410,54 +410,77 @@ fn every_metacontroller_fixture_is_a_request_as_metacontroller_sends_it() {
                 ));
             }
             let v1 = sent["spec"]["hooks"]["sync"]["version"] == "v1";
-            let parent_namespace = request[parent]["metadata"]["namespace"].as_str();
-            let cluster_scoped_parent = parent_namespace.is_none();
-            let typed = |m: &'static str| {
-                let types = request[m].as_object().into_iter().flatten();
-                types.map(move |(type_key, objects)| (m, type_key, objects))
-            };
-            for (m, type_key, objects) in typed(map).chain(typed("related")) {
-                for (key, object) in objects.as_object().into_iter().flatten() {
-                    let at = |p| {
-                        object
-                            .pointer(p)
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                    };
-                    let (namespace, name) = (at("/metadata/namespace"), at("/metadata/name"));
-                    let expected_key = if namespace.is_empty() || (v1 && !cluster_scoped_parent) {
-                        name.to_owned()
-                    } else {
-                        format!("{namespace}/{name}")
-                    };
-                    let of_type = format!("{}.{}", at("/kind"), at("/apiVersion"));
-                    let selected = |rule: &Value| {
-                        sim.type_keys(&Value::from(vec![rule.clone()])) == [of_type.clone()]
-                            && rule["namespace"].as_str().is_none_or(|ns| ns == namespace)
-                            && rule["names"]
-                                .as_array()
-                                .is_none_or(|names| names.iter().any(|n| n == name))
-                    };
-                    let problem = if *type_key != of_type {
-                        "under another type".to_owned()
-                    } else if *key != expected_key {
-                        format!("keyed {key:?}, not {expected_key:?}")
-                    } else if v1 && !cluster_scoped_parent && parent_namespace != Some(namespace) {
-                        "of another namespace than its parent's, which v1 leaves out".to_owned()
-                    } else if m == "related" && !rules.iter().any(selected) {
-                        "selected by no customize rule".to_owned()
-                    } else {
-                        continue;
-                    };
-                    wrong.push(format!(
-                        "{fixture}: {m} {type_key} {of_type} {namespace}/{name}: {problem}"
-                    ));
-                }
-            }
+            wrong.extend(
+                misplaced(&sim, &request, parent, map, v1, &rules)
+                    .into_iter()
+                    .map(|why| format!("{fixture}: {why}")),
+            );
         }
     }
     assert!(checked > 50, "only {checked} Metacontroller fixtures");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The objects of a request's `map` (`children` or `attachments`) and `related` that are not
+/// where Metacontroller puts them (contract §4), each with why: under the type key of their
+/// kind, keyed as the hook version says (`v1`: by name, but `<namespace>/<name>` under a
+/// cluster-scoped parent, and only objects of a namespaced parent's namespace; `v2`:
+/// `<namespace>/<name>`), and in `related` only what a customize rule of `rules` selects.
+fn misplaced(
+    sim: &sim::Sim,
+    request: &serde_json::Value,
+    parent: &str,
+    map: &'static str,
+    v1: bool,
+    rules: &[serde_json::Value],
+) -> Vec<String> {
+    use serde_json::Value;
+    let parent_namespace = request[parent]["metadata"]["namespace"].as_str();
+    let cluster_scoped_parent = parent_namespace.is_none();
+    let typed = |m: &'static str| {
+        let types = request[m].as_object().into_iter().flatten();
+        types.map(move |(type_key, objects)| (m, type_key, objects))
+    };
+    let mut wrong = Vec::new();
+    for (m, type_key, objects) in typed(map).chain(typed("related")) {
+        for (key, object) in objects.as_object().into_iter().flatten() {
+            let at = |p| {
+                object
+                    .pointer(p)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+            };
+            let (namespace, name) = (at("/metadata/namespace"), at("/metadata/name"));
+            let expected_key = if namespace.is_empty() || (v1 && !cluster_scoped_parent) {
+                name.to_owned()
+            } else {
+                format!("{namespace}/{name}")
+            };
+            let of_type = format!("{}.{}", at("/kind"), at("/apiVersion"));
+            let selected = |rule: &Value| {
+                sim.type_keys(&Value::from(vec![rule.clone()])) == [of_type.clone()]
+                    && rule["namespace"].as_str().is_none_or(|ns| ns == namespace)
+                    && rule["names"]
+                        .as_array()
+                        .is_none_or(|names| names.iter().any(|n| n == name))
+            };
+            let problem = if *type_key != of_type {
+                "under another type".to_owned()
+            } else if *key != expected_key {
+                format!("keyed {key:?}, not {expected_key:?}")
+            } else if v1 && !cluster_scoped_parent && parent_namespace != Some(namespace) {
+                "of another namespace than its parent's, which v1 leaves out".to_owned()
+            } else if m == "related" && !rules.iter().any(selected) {
+                "selected by no customize rule".to_owned()
+            } else {
+                continue;
+            };
+            wrong.push(format!(
+                "{m} {type_key} {of_type} {namespace}/{name}: {problem}"
+            ));
+        }
+    }
+    wrong
 }
 
 /// The children (or attachments) of a request that Metacontroller would not have claimed for
