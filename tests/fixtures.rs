@@ -2,7 +2,10 @@
 //! `metahooks run`: adding
 //! `fixtures/<controller>/<hook>-<case>.request.json` and its `.response.json` adds a test.
 //! The clock is fixed at FIXTURE_NOW so that timestamps in the golden responses are exact; the
-//! string `<generated>` in a golden response stands for freshly generated key material.
+//! string `<generated>` in a golden response stands for freshly generated key material. Each
+//! request is also held to what a cluster sends: objects the API server would store (checked
+//! by the simulator's API server, `mod sim`), reviews as it sends them, and Metacontroller's
+//! requests as its own code builds them from the project's manifests.
 
 mod common;
 mod sim;
