@@ -506,7 +506,7 @@ fn unclaimed(
     let attachments = map == "attachments";
     let objects = request[map].as_object().into_iter().flatten();
     let objects = objects.flat_map(|(_, by_key)| by_key.as_object().into_iter().flatten());
-    let claimed = objects.filter_map(|(key, object)| {
+    let problems = objects.filter_map(|(key, object)| {
         let metadata = &object["metadata"];
         let owners = metadata["ownerReferences"].as_array().into_iter().flatten();
         let mut controllers = owners.filter(|owner| owner["controller"] == true);
@@ -533,7 +533,7 @@ fn unclaimed(
         };
         Some(format!("{map} {key}: {why}"))
     });
-    claimed.collect()
+    problems.collect()
 }
 
 /// The keys of a JSON object, sorted (none for another value).

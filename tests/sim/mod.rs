@@ -751,8 +751,8 @@ impl Sim {
     /// What the API server says to `obj` written as it is, admission aside: an `Err` for a kind
     /// it does not serve, a field its CRD's schema would drop, or a value it refuses
     /// ([`Sim::validate_object`], after defaulting). An object the API server has stored
-    /// (`stored_already`) carries its CRD's defaults, so there a default it lacks is an `Err` too. An
-    /// object a cluster could hold passes.
+    /// (`stored_already`) carries its CRD's defaults, so there a default it lacks is an `Err`
+    /// too. An object a cluster could hold passes.
     pub fn check_storable(&self, obj: &Value, stored_already: bool) -> Result<(), String> {
         let (api_version, kind) = (str_at(obj, "/apiVersion"), str_at(obj, "/kind"));
         let Some(resource) = self.resource_by_kind(api_version, kind) else {
