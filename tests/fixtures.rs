@@ -334,94 +334,163 @@ fn every_object_of_every_fixture_is_one_the_api_server_would_store() {
 }
 
 /// Metacontroller fixtures are requests as Metacontroller sends them from the project's
-/// manifests (contract §4-§7): the whole controller whose hook calls the route, as `manifests/`
-/// declares it but for each hook's `version`; every field of the request's kind; one entry in
-/// `children` or `attachments` for each declared type; and each object under the type key of
-/// its kind and the key its hook version gives it (`v2`: `<namespace>/<name>`; `v1`: its name,
-/// but `<namespace>/<name>` under a cluster-scoped parent, and under a namespaced one only
-/// objects of its namespace); children and attachments claimed as Metacontroller claims them;
-/// `related` has an entry for each type the controller's customize hook names for the parent,
-/// and only objects its rules select.
+/// manifests ([`not_as_metacontroller_sends`] finds nothing in any).
 #[test]
 fn every_metacontroller_fixture_is_a_request_as_metacontroller_sends_it() {
-    use serde_json::Value;
     let sim = all_manifests();
     let mut wrong = Vec::new();
     let mut checked = 0;
     for hook in HOOKS.iter().filter(|h| !h.kind.is_admission()) {
-        let route = hook.route();
-        let Some(controller) = sim.controller_calling(&route) else {
-            panic!("no controller of manifests/ calls {route}");
-        };
-        let (parent, map) = parent_and_children(hook.kind);
-        let customize = hook.kind == HookKind::Customize;
-        let fields: &[&str] = if customize {
-            &["controller", "parent"]
-        } else {
-            &["controller", parent, map, "related", "finalizing"]
-        };
-        let declared = &controller["spec"][if map == "children" {
-            "childResources"
-        } else {
-            "attachments"
-        }];
-        let mut declared_types = sim.type_keys(declared);
-        declared_types.sort();
         for file in request_fixtures(hook).iter().filter(|f| !is_bad_request(f)) {
             checked += 1;
-            let request = read_json(file);
             let fixture = file.file_name().unwrap().to_string_lossy().into_owned();
-            for field in fields.iter().filter(|f| request.get(**f).is_none()) {
-                wrong.push(format!("{fixture}: no {field}"));
-            }
-            let sent = &request["controller"];
-            let mut expected = controller.clone();
-            for (name, hook) in expected["spec"]["hooks"].as_object_mut().unwrap() {
-                hook["version"] = sent["spec"]["hooks"][name]["version"].clone();
-            }
-            let same = ["/kind", "/metadata/name", "/spec"]
-                .iter()
-                .all(|at| sent.pointer(at) == expected.pointer(at));
-            if !same {
-                wrong.push(format!(
-                    "{fixture}: the controller is not {}'s of manifests/",
-                    expected["metadata"]["name"]
-                ));
-            }
-            if customize {
-                continue;
-            }
-            wrong.extend(
-                unclaimed(&request, parent, map, controller)
-                    .into_iter()
-                    .map(|why| format!("{fixture}: {why}")),
-            );
-            let types = sorted_keys(&request[map]);
-            if types != declared_types {
-                wrong.push(format!(
-                    "{fixture}: {map} of {types:?}, declared {declared_types:?}"
-                ));
-            }
-            let related_types = sorted_keys(&request["related"]);
-            let rules = related_rules(&route, &request);
-            let mut ruled_types = sim.type_keys(&Value::from(rules.clone()));
-            ruled_types.sort();
-            ruled_types.dedup();
-            if related_types != ruled_types {
-                wrong.push(format!(
-                    "{fixture}: related of {related_types:?}, the customize rules' {ruled_types:?}"
-                ));
-            }
-            let v1 = sent["spec"]["hooks"]["sync"]["version"] == "v1";
-            wrong.extend(
-                misplaced(&sim, &request, parent, map, v1, &rules)
-                    .into_iter()
-                    .map(|why| format!("{fixture}: {why}")),
-            );
+            let problems = not_as_metacontroller_sends(&sim, hook, &read_json(file));
+            wrong.extend(problems.into_iter().map(|why| format!("{fixture}: {why}")));
         }
     }
     assert!(checked > 50, "only {checked} Metacontroller fixtures");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The simulator's Metacontroller and the fixtures' rules agree: every request the simulator
+/// sends while the three examples of `manifests/examples/` run (delete-graph's set through its
+/// start and teardown, cert-rotation's manager and MRC, app discovery through a window) passes
+/// the checks the fixtures pass, its objects as the API server stores them.
+#[test]
+fn the_simulators_requests_pass_the_fixtures_checks() {
+    let mut sim = all_manifests();
+    sim.apply_example("workloadset", "shop").unwrap();
+    sim.apply_example("cert-rotation", "osm-system").unwrap();
+    sim.apply_example("appdiscovery", "podtato").unwrap();
+    for (kind, name, spec) in [
+        (
+            "KeptnAppCreationRequest",
+            "podtato-head",
+            serde_json::json!({"appName": "podtato-head"}),
+        ),
+        (
+            "KeptnWorkload",
+            "podtato-head-entry",
+            serde_json::json!({"app": "podtato-head", "version": "0.1.0",
+            "resourceReference": {"uid": "rs-entry", "kind": "ReplicaSet", "name": "podtato-head-entry-6d5f8"}}),
+        ),
+    ] {
+        let object = serde_json::json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": kind,
+            "metadata": {"name": name, "namespace": "podtato"}, "spec": spec});
+        sim.apply(&object.to_string()).unwrap();
+    }
+    sim.run_until_quiet();
+    sim.set_workload_phase("shop", "database", "Running");
+    sim.advance(31);
+    sim.run_until_quiet();
+    sim.delete("WorkloadSet", "shop", "shop").unwrap();
+    sim.run_until_quiet();
+    sim.finish_terminations();
+    sim.run_until_quiet();
+
+    let mut wrong = Vec::new();
+    let mut routes = std::collections::BTreeSet::new();
+    for (path, request) in &sim.requests {
+        let hook = HOOKS.iter().find(|h| h.route() == *path).unwrap();
+        routes.insert(hook.id);
+        let problems = not_as_metacontroller_sends(&sim, hook, request);
+        let held = objects_held(request)
+            .into_iter()
+            .filter_map(|(object, stored)| {
+                let refused = server_metadata(object, stored)
+                    .and_then(|()| sim.check_storable(object, stored));
+                refused
+                    .err()
+                    .map(|why| format!("{}: {why}", kind_and_name(object)))
+            });
+        wrong.extend(
+            problems
+                .into_iter()
+                .chain(held)
+                .map(|why| format!("{path}: {why}")),
+        );
+    }
+    assert!(sim.requests.len() > 20, "{} requests", sim.requests.len());
+    let metacontroller_hooks = HOOKS.iter().filter(|h| !h.kind.is_admission()).count();
+    assert_eq!(
+        routes.len(),
+        metacontroller_hooks,
+        "hooks called: {routes:?}"
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Where a request to `hook` is not as Metacontroller sends it from the project's manifests
+/// (contract §4-§7), each with why: the whole controller whose hook calls the route, as
+/// `manifests/` declares it but for each hook's `version`; every field of the request's kind;
+/// one entry in `children` or `attachments` for each declared type, each object claimed as
+/// Metacontroller claims it ([`unclaimed`]); `related` with an entry for each type the
+/// controller's customize hook names for the parent; and each object where Metacontroller puts
+/// it ([`misplaced`]).
+fn not_as_metacontroller_sends(
+    sim: &sim::Sim,
+    hook: &Hook,
+    request: &serde_json::Value,
+) -> Vec<String> {
+    use serde_json::Value;
+    let route = hook.route();
+    let Some(controller) = sim.controller_calling(&route) else {
+        return vec![format!("no controller of manifests/ calls {route}")];
+    };
+    let (parent, map) = parent_and_children(hook.kind);
+    let customize = hook.kind == HookKind::Customize;
+    let fields: &[&str] = if customize {
+        &["controller", "parent"]
+    } else {
+        &["controller", parent, map, "related", "finalizing"]
+    };
+    let mut wrong: Vec<String> = fields
+        .iter()
+        .filter(|f| request.get(**f).is_none())
+        .map(|field| format!("no {field}"))
+        .collect();
+    let sent = &request["controller"];
+    let mut expected = controller.clone();
+    for (name, hook) in expected["spec"]["hooks"].as_object_mut().unwrap() {
+        hook["version"] = sent["spec"]["hooks"][name]["version"].clone();
+    }
+    let same = ["/kind", "/metadata/name", "/spec"]
+        .iter()
+        .all(|at| sent.pointer(at) == expected.pointer(at));
+    if !same {
+        wrong.push(format!(
+            "the controller is not {}'s of manifests/",
+            expected["metadata"]["name"]
+        ));
+    }
+    if customize {
+        return wrong;
+    }
+    wrong.extend(unclaimed(request, parent, map, controller));
+    let declared = &controller["spec"][if map == "children" {
+        "childResources"
+    } else {
+        "attachments"
+    }];
+    let mut declared_types = sim.type_keys(declared);
+    declared_types.sort();
+    let types = sorted_keys(&request[map]);
+    if types != declared_types {
+        wrong.push(format!("{map} of {types:?}, declared {declared_types:?}"));
+    }
+    let related_types = sorted_keys(&request["related"]);
+    let rules = related_rules(&route, request);
+    let mut ruled_types = sim.type_keys(&Value::from(rules.clone()));
+    ruled_types.sort();
+    ruled_types.dedup();
+    if related_types != ruled_types {
+        wrong.push(format!(
+            "related of {related_types:?}, the customize rules' {ruled_types:?}"
+        ));
+    }
+    let v1 = sent["spec"]["hooks"]["sync"]["version"] == "v1";
+    wrong.extend(misplaced(sim, request, parent, map, v1, &rules));
+    wrong
 }
 
 /// The objects of a request's `map` (`children` or `attachments`) and `related` that are not

@@ -352,6 +352,8 @@ pub struct Sim {
     silent_faults: Vec<String>,
     started: bool,
     pub calls: Vec<HookCall>,
+    /// The path and body of each Metacontroller hook call, in call order.
+    pub requests: Vec<(String, Value)>,
     pub delete_checks: Vec<DeleteCheck>,
     pub violations: Vec<String>,
     /// Errors Metacontroller would record as SyncError events, in order.
@@ -516,6 +518,7 @@ impl Sim {
             silent_faults: Vec::new(),
             started: false,
             calls: Vec::new(),
+            requests: Vec::new(),
             delete_checks: Vec::new(),
             violations: Vec::new(),
             sync_errors: Vec::new(),
@@ -1377,6 +1380,7 @@ impl Sim {
             status: reply.status,
             parent: str_at(parent, "/metadata/name").into(),
         });
+        self.requests.push((path.clone(), body.clone()));
         let answer = match (reply.status, reply.json) {
             (200, Some(v)) => {
                 if let (Some(key), Some(tag)) = (etag_key, reply.etag) {
