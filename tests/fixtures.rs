@@ -655,7 +655,10 @@ fn all_manifests() -> sim::Sim {
 /// Admission fixtures are reviews as the API server sends them: every field it always sets
 /// (`uid`, `kind`, `resource`, `requestKind`, `requestResource`, `name`, `namespace`,
 /// `operation`, `userInfo.username`, `dryRun`, and `options` of the operation's kind), an
-/// object but on DELETE, and an old object on UPDATE and DELETE only.
+/// object but on DELETE, and an old object on UPDATE and DELETE only. On CREATE the API server
+/// calls mutating webhooks before it sets an object's `uid` and `creationTimestamp` and
+/// validating ones after (its create handler: mutation, `BeforeCreate`, validation), and neither
+/// sees a `resourceVersion`, which only storage gives.
 #[test]
 fn every_admission_fixture_is_a_review_as_the_api_server_sends_it() {
     use serde_json::Value;
@@ -710,6 +713,18 @@ fn every_admission_fixture_is_a_review_as_the_api_server_sends_it() {
                 wrong.push(format!(
                     "{fixture}: {operation} and oldObject {}",
                     request["oldObject"]
+                ));
+            }
+            let metadata = &request["object"]["metadata"];
+            let set = |field: &str| metadata.get(field).is_some();
+            let system_fields = hook.kind == HookKind::ValidatingAdmission;
+            let created_as_sent = set("uid") == system_fields
+                && set("creationTimestamp") == system_fields
+                && !set("resourceVersion");
+            if operation == "CREATE" && !created_as_sent {
+                wrong.push(format!(
+                    "{fixture}: a {:?} webhook's new object with metadata {metadata}",
+                    hook.kind
                 ));
             }
         }
