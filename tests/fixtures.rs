@@ -311,9 +311,7 @@ fn every_object_of_every_fixture_is_one_the_api_server_would_store() {
                 let exempt = UNSTORABLE
                     .iter()
                     .find(|(f, o, _)| *f == fixture && *o == object_name);
-                let held = server_metadata(object, stored)
-                    .and_then(|()| sim.check_storable(object, stored));
-                match (held, exempt) {
+                match (api_server_holds(&sim, object, stored), exempt) {
                     (Ok(()), None) => {}
                     (Err(_), Some(_)) => exempt_refused += 1,
                     (Ok(()), Some((_, _, why))) => refused.push(format!(
@@ -397,9 +395,7 @@ fn the_simulators_requests_pass_the_fixtures_checks() {
         let held = objects_held(request)
             .into_iter()
             .filter_map(|(object, stored)| {
-                let refused = server_metadata(object, stored)
-                    .and_then(|()| sim.check_storable(object, stored));
-                refused
+                api_server_holds(&sim, object, stored)
                     .err()
                     .map(|why| format!("{}: {why}", kind_and_name(object)))
             });
@@ -432,7 +428,7 @@ fn not_as_metacontroller_sends(
     hook: &Hook,
     request: &serde_json::Value,
 ) -> Vec<String> {
-    use serde_json::Value;
+    use serde_json::{json, Value};
     let route = hook.route();
     let Some(controller) = sim.controller_calling(&route) else {
         return vec![format!("no controller of manifests/ calls {route}")];
@@ -479,8 +475,12 @@ fn not_as_metacontroller_sends(
         wrong.push(format!("{map} of {types:?}, declared {declared_types:?}"));
     }
     let related_types = sorted_keys(&request["related"]);
-    let rules = related_rules(&route, request);
-    let mut ruled_types = sim.type_keys(&Value::from(rules.clone()));
+    // Each customize rule with the type key of the objects it selects.
+    let rules: Vec<(String, Value)> = related_rules(&route, request)
+        .into_iter()
+        .filter_map(|rule| Some((sim.type_keys(&json!([rule])).pop()?, rule)))
+        .collect();
+    let mut ruled_types: Vec<String> = rules.iter().map(|(t, _)| t.clone()).collect();
     ruled_types.sort();
     ruled_types.dedup();
     if related_types != ruled_types {
@@ -489,7 +489,7 @@ fn not_as_metacontroller_sends(
         ));
     }
     let v1 = sent["spec"]["hooks"]["sync"]["version"] == "v1";
-    wrong.extend(misplaced(sim, request, parent, map, v1, &rules));
+    wrong.extend(misplaced(request, parent, map, v1, &rules));
     wrong
 }
 
@@ -497,14 +497,14 @@ fn not_as_metacontroller_sends(
 /// where Metacontroller puts them (contract §4), each with why: under the type key of their
 /// kind, keyed as the hook version says (`v1`: by name, but `<namespace>/<name>` under a
 /// cluster-scoped parent, and only objects of a namespaced parent's namespace; `v2`:
-/// `<namespace>/<name>`), and in `related` only what a customize rule of `rules` selects.
+/// `<namespace>/<name>`), and in `related` only what a customize rule of `rules` (each with
+/// the type key it selects) selects.
 fn misplaced(
-    sim: &sim::Sim,
     request: &serde_json::Value,
     parent: &str,
     map: &'static str,
     v1: bool,
-    rules: &[serde_json::Value],
+    rules: &[(String, serde_json::Value)],
 ) -> Vec<String> {
     use serde_json::Value;
     let parent_namespace = request[parent]["metadata"]["namespace"].as_str();
@@ -529,8 +529,8 @@ fn misplaced(
                 format!("{namespace}/{name}")
             };
             let of_type = format!("{}.{}", at("/kind"), at("/apiVersion"));
-            let selected = |rule: &Value| {
-                sim.type_keys(&Value::from(vec![rule.clone()])) == [of_type.clone()]
+            let selected = |(rule_type, rule): &(String, Value)| {
+                *rule_type == of_type
                     && rule["namespace"].as_str().is_none_or(|ns| ns == namespace)
                     && rule["names"]
                         .as_array()
@@ -652,6 +652,21 @@ fn all_manifests() -> sim::Sim {
     ])
 }
 
+/// The fields of an AdmissionReview's `request` the API server always sets.
+const REVIEW_REQUEST_FIELDS: [&str; 11] = [
+    "uid",
+    "kind",
+    "resource",
+    "requestKind",
+    "requestResource",
+    "name",
+    "namespace",
+    "operation",
+    "userInfo",
+    "dryRun",
+    "options",
+];
+
 /// Admission fixtures are reviews as the API server sends them: every field it always sets
 /// (`uid`, `kind`, `resource`, `requestKind`, `requestResource`, `name`, `namespace`,
 /// `operation`, `userInfo.username`, `dryRun`, and `options` of the operation's kind), an
@@ -670,20 +685,10 @@ fn every_admission_fixture_is_a_review_as_the_api_server_sends_it() {
             let review = read_json(file);
             let request = &review["request"];
             let fixture = file.file_name().unwrap().to_string_lossy().into_owned();
-            let always = [
-                "uid",
-                "kind",
-                "resource",
-                "requestKind",
-                "requestResource",
-                "name",
-                "namespace",
-                "operation",
-                "userInfo",
-                "dryRun",
-                "options",
-            ];
-            for field in always.iter().filter(|f| request.get(**f).is_none()) {
+            for field in REVIEW_REQUEST_FIELDS
+                .iter()
+                .filter(|f| request.get(**f).is_none())
+            {
                 wrong.push(format!("{fixture}: no request.{field}"));
             }
             let operation = request["operation"].as_str().unwrap_or_default();
@@ -733,11 +738,18 @@ fn every_admission_fixture_is_a_review_as_the_api_server_sends_it() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-/// What the API server sets on an object (contract §5.1: Metacontroller sends objects as its
-/// informers hold them): a `uid`, a `resourceVersion` and a `creationTimestamp` on each object
-/// it has stored (`stored`), and `creationTimestamp` and `deletionTimestamp` in the one form it
-/// writes them, `2026-06-01T12:00:00Z`.
-fn server_metadata(object: &serde_json::Value, stored: bool) -> Result<(), String> {
+/// `Ok` when the API server could hold `object` as a request carries it, else why not: what it
+/// sets on an object (contract §5.1: Metacontroller sends objects as its informers hold them),
+/// a `uid`, a `resourceVersion` and a `creationTimestamp` on each object it has `stored`, and
+/// `creationTimestamp` and `deletionTimestamp` in the one form it writes them
+/// (`2026-06-01T12:00:00Z`, [`metahooks_hooks::meta::rfc3339`]); then whether it would store the
+/// object ([`sim::Sim::check_storable`]).
+fn api_server_holds(
+    sim: &sim::Sim,
+    object: &serde_json::Value,
+    stored: bool,
+) -> Result<(), String> {
+    use metahooks_hooks::meta::{parse_rfc3339, rfc3339};
     let metadata = &object["metadata"];
     if stored {
         let set = ["uid", "resourceVersion", "creationTimestamp"];
@@ -749,23 +761,14 @@ fn server_metadata(object: &serde_json::Value, stored: bool) -> Result<(), Strin
         let Some(time) = metadata.get(field) else {
             continue;
         };
-        let written = time.as_str().is_some_and(|t| {
-            t.len() == 20
-                && t.bytes().enumerate().all(|(i, b)| match i {
-                    4 | 7 => b == b'-',
-                    10 => b == b'T',
-                    13 | 16 => b == b':',
-                    19 => b == b'Z',
-                    _ => b.is_ascii_digit(),
-                })
-        });
-        if !written {
+        let written = time.as_str().and_then(parse_rfc3339).map(rfc3339);
+        if written.as_deref() != time.as_str() {
             return Err(format!(
                 "metadata.{field} {time} is not as the API server writes it"
             ));
         }
     }
-    Ok(())
+    sim.check_storable(object, stored)
 }
 
 /// Every object a hook request holds, and whether the API server has stored it: `parent` or

@@ -2049,13 +2049,18 @@ fn validate_schema(value: &Value, schema: &Value, at: &str) -> Result<(), String
     Ok(())
 }
 
+/// `ConfigMap` or `Secret` for an object of one of the two core kinds that hold data, else none.
+fn data_kind(obj: &Value) -> Option<&str> {
+    let kind = str_at(obj, "/kind");
+    (str_at(obj, "/apiVersion") == "v1" && matches!(kind, "ConfigMap" | "Secret")).then_some(kind)
+}
+
 /// What an update may not change, as the API server checks it: a Secret's `type` (`Opaque`
 /// when absent), and the data of a ConfigMap or Secret marked `immutable`, or the mark itself.
 fn validate_update(obj: &Value, old: &Value) -> Result<(), String> {
-    let kind = str_at(obj, "/kind");
-    if str_at(obj, "/apiVersion") != "v1" || !matches!(kind, "ConfigMap" | "Secret") {
+    let Some(kind) = data_kind(obj) else {
         return Ok(());
-    }
+    };
     let secret_type = |o: &Value| o["type"].as_str().unwrap_or("Opaque").to_owned();
     if kind == "Secret" && secret_type(obj) != secret_type(old) {
         return Err(format!(
@@ -2078,10 +2083,9 @@ fn validate_update(obj: &Value, old: &Value) -> Result<(), String> {
 /// `[-._a-zA-Z0-9]`, string values, base64 ones in a Secret, the two keys a `kubernetes.io/tls`
 /// Secret must have, and at most 1 MiB in all.
 fn validate_data(obj: &Value) -> Result<(), String> {
-    let kind = str_at(obj, "/kind");
-    if str_at(obj, "/apiVersion") != "v1" || !matches!(kind, "ConfigMap" | "Secret") {
+    let Some(kind) = data_kind(obj) else {
         return Ok(());
-    }
+    };
     let empty = Map::new();
     let data = match &obj["data"] {
         Value::Null => &empty,
