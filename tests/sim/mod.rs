@@ -138,14 +138,20 @@ impl Store {
             .find(|o| str_at(o, "/metadata/uid") == uid)
     }
 
-    fn create(&mut self, mut obj: Value, now: i64) -> Value {
+    /// What the API server sets on a new object before validating admission sees it (the
+    /// store's `BeforeCreate`): its `uid`, `generation` and `creationTimestamp`.
+    fn fill_system_fields(&mut self, obj: &mut Value, now: i64) {
         self.next_uid += 1;
-        self.next_rv += 1;
         let meta = obj["metadata"].as_object_mut().expect("metadata");
         meta.insert("uid".into(), json!(format!("uid-{:04}", self.next_uid)));
-        meta.insert("resourceVersion".into(), json!(self.next_rv.to_string()));
         meta.insert("generation".into(), json!(1));
         meta.insert("creationTimestamp".into(), json!(rfc3339(now)));
+    }
+
+    /// Stores a new object (its system fields filled), which storage gives a `resourceVersion`.
+    fn create(&mut self, mut obj: Value) -> Value {
+        self.next_rv += 1;
+        obj["metadata"]["resourceVersion"] = json!(self.next_rv.to_string());
         self.events.push(format!("create {:?}", key_of(&obj)));
         self.objects.insert(key_of(&obj), obj.clone());
         self.changed.push(obj.clone());
@@ -325,6 +331,13 @@ pub struct HookCall {
     pub parent: String,
 }
 
+/// The two kinds of admission webhook, called in this order on a write.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Admission {
+    Mutating,
+    Validating,
+}
+
 pub struct Sim {
     pub store: Store,
     clock: Arc<AtomicI64>,
@@ -333,7 +346,7 @@ pub struct Sim {
     resources: Vec<Resource>,
     composites: Vec<Value>,
     decorators: Vec<Value>,
-    webhooks: Vec<(bool, Value)>,
+    webhooks: Vec<(Admission, Value)>,
     queue: BTreeSet<(usize, Key)>,
     resync_at: BTreeMap<(usize, Key), i64>,
     customize_cache: HashMap<(usize, String, i64), Vec<Value>>,
@@ -352,7 +365,8 @@ pub struct Sim {
     silent_faults: Vec<String>,
     started: bool,
     pub calls: Vec<HookCall>,
-    /// The path and body of each Metacontroller hook call, in call order.
+    /// The path and body of each hook call, Metacontroller's and the API server's, in call
+    /// order.
     pub requests: Vec<(String, Value)>,
     pub delete_checks: Vec<DeleteCheck>,
     pub violations: Vec<String>,
@@ -493,13 +507,11 @@ impl Sim {
                 }
                 "CompositeController" => composites.push(as_stored(d, &clock)),
                 "DecoratorController" => decorators.push(as_stored(d, &clock)),
-                "MutatingWebhookConfiguration" => webhooks.push((true, d)),
-                "ValidatingWebhookConfiguration" => webhooks.push((false, d)),
+                "MutatingWebhookConfiguration" => webhooks.push((Admission::Mutating, d)),
+                "ValidatingWebhookConfiguration" => webhooks.push((Admission::Validating, d)),
                 _ => {}
             }
         }
-        // Mutating webhooks run before validating ones.
-        webhooks.sort_by_key(|(mutating, _)| !*mutating);
         Sim {
             store: Store::default(),
             clock,
@@ -702,18 +714,33 @@ impl Sim {
             }
             apply_defaults(&mut obj, schema);
         }
-        let obj = self.admit(operation, Some(obj), old.clone(), user)?;
+        // As the API server's create and update handlers: mutating admission on the object as
+        // written, then the system fields of a new object and the API server's own checks,
+        // then validating admission on what would be stored.
+        let obj = self.admit(Admission::Mutating, operation, Some(obj), old.clone(), user)?;
         let mut obj = obj.expect("object");
         if let Some(schema) = &schema {
             prune(&mut obj, schema, true);
+        }
+        if old.is_none() {
+            let now = self.now();
+            self.store.fill_system_fields(&mut obj, now);
         }
         Self::validate_object(&obj, schema.as_ref())?;
         if let Some(old) = &old {
             validate_update(&obj, old)?;
         }
+        let obj = self.admit(
+            Admission::Validating,
+            operation,
+            Some(obj),
+            old.clone(),
+            user,
+        )?;
+        let obj = obj.expect("object");
         match old {
             None => {
-                self.store.create(obj, self.now());
+                self.store.create(obj);
             }
             Some(_) => self.store.replace(obj),
         }
@@ -829,7 +856,20 @@ impl Sim {
             return Err(format!("{kind} {namespace}/{name} not found"));
         };
         let key = key_of(&obj);
-        self.admit("DELETE", None, Some(obj), "kubernetes-admin")?;
+        self.admit(
+            Admission::Mutating,
+            "DELETE",
+            None,
+            Some(obj.clone()),
+            "kubernetes-admin",
+        )?;
+        self.admit(
+            Admission::Validating,
+            "DELETE",
+            None,
+            Some(obj),
+            "kubernetes-admin",
+        )?;
         Ok(key)
     }
 
@@ -914,11 +954,12 @@ impl Sim {
         out
     }
 
-    /// Runs the matching admission webhooks; returns the (mutated) object. A call that fails
-    /// (unreachable, or any answer but a 200 with a review) refuses the write, unless the
-    /// webhook's `failurePolicy` is `Ignore`, as in the API server.
+    /// Runs the matching webhooks of one kind of admission; returns the (mutated) object. A
+    /// call that fails (unreachable, or any answer but a 200 with a review) refuses the write,
+    /// unless the webhook's `failurePolicy` is `Ignore`, as in the API server.
     fn admit(
         &mut self,
+        admission: Admission,
         operation: &str,
         object: Option<Value>,
         old: Option<Value>,
@@ -935,7 +976,8 @@ impl Sim {
             return Ok(object);
         };
         let webhooks = self.webhooks.clone();
-        for (mutating, config) in webhooks {
+        let webhooks = webhooks.into_iter().filter(|(kind, _)| *kind == admission);
+        for (_, config) in webhooks {
             for hook in config["webhooks"].as_array().unwrap() {
                 let matches = hook["rules"].as_array().unwrap().iter().any(|r| {
                     let has = |field: &str, v: &str| {
@@ -985,6 +1027,7 @@ impl Sim {
                     status: reply.status,
                     parent: str_at(&subject, "/metadata/name").into(),
                 });
+                self.requests.push((path.clone(), review.clone()));
                 let Some(resp) = reply.json else {
                     if ignore_failure {
                         continue;
@@ -996,7 +1039,7 @@ impl Sim {
                 if r["allowed"] != json!(true) {
                     return Err(str_at(r, "/status/message").to_owned());
                 }
-                if mutating {
+                if admission == Admission::Mutating {
                     if let (Some(patch), Some(obj)) = (r["patch"].as_str(), object.as_mut()) {
                         assert_eq!(r["patchType"], "JSONPatch");
                         let ops: Value = serde_json::from_slice(
