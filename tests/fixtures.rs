@@ -8,6 +8,10 @@
 //! requests as its own code builds them from the project's manifests.
 
 mod common;
+// The benches' request generators, held to the fixtures' checks.
+#[allow(dead_code)]
+#[path = "../hooks/benches/requests.rs"]
+mod requests;
 mod sim;
 
 use axum::body::Body;
@@ -1158,4 +1162,69 @@ async fn every_field_of_every_request_fixture_removed_or_retyped_gets_a_clear_an
     }
     assert!(checked > 1000, "only {checked} cases");
     eprintln!("{checked} broken requests answered clearly");
+}
+
+/// The requests the benches measure (`hooks/benches/requests.rs`, which `make bench` and `make
+/// bench-load` share) pass the checks the fixtures pass, so the figures of docs/BENCHMARKS.md
+/// are of requests a cluster sends, but for their size. Each generator at a small size.
+#[test]
+fn the_bench_requests_pass_the_fixtures_checks() {
+    let sim = all_manifests();
+    let generated: [(&str, Vec<u8>); 13] = [
+        ("app-discovery/sync", requests::app_discovery_sync(12)),
+        (
+            "app-discovery/customize",
+            requests::app_discovery_customize(),
+        ),
+        ("app-discovery/mutate", requests::app_discovery_mutate()),
+        ("delete-graph/sync", requests::delete_graph_sync(4)),
+        ("delete-graph/finalize", requests::delete_graph_finalize(4)),
+        ("delete-graph/validate", requests::delete_graph_validate(4)),
+        ("cert-rotation/sync", requests::cert_rotation_sync(3, false)),
+        ("cert-rotation/sync", requests::cert_rotation_sync(3, true)),
+        (
+            "cert-rotation/customize",
+            requests::cert_rotation_customize(3),
+        ),
+        (
+            "mesh-root-certificate/sync",
+            requests::mesh_root_certificate_sync(3),
+        ),
+        (
+            "mesh-root-certificate/customize",
+            requests::mesh_root_certificate_customize(),
+        ),
+        (
+            "mesh-root-certificate/validate",
+            requests::mesh_root_certificate_validate(),
+        ),
+        (
+            "mesh-root-certificate/mutate",
+            requests::mesh_root_certificate_mutate(),
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (id, body) in &generated {
+        let hook = metahooks_hooks::registry::find(id).unwrap();
+        let request: serde_json::Value = serde_json::from_slice(body).unwrap();
+        let problems = if hook.kind.is_admission() {
+            not_as_the_api_server_sends(hook, &request)
+        } else {
+            not_as_metacontroller_sends(&sim, hook, &request)
+        };
+        let held = objects_held(&request)
+            .into_iter()
+            .filter_map(|(object, stored)| {
+                api_server_holds(&sim, object, stored)
+                    .err()
+                    .map(|why| format!("{}: {why}", kind_and_name(object)))
+            });
+        wrong.extend(
+            problems
+                .into_iter()
+                .chain(held)
+                .map(|why| format!("{id}: {why}")),
+        );
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
