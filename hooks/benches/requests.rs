@@ -41,9 +41,9 @@ fn uid(kind: &str, namespace: &str, name: &str) -> String {
     )
 }
 
-/// The FieldsV1 of a managedFields entry for `value`: each field of an object as `f:<name>`
-/// (a nested object marked itself with `.`), each list entry with a `name` as
-/// `k:{"name":...}`, an owner reference as `k:{"uid":...}`, other lists whole.
+/// The FieldsV1 of a managedFields entry for `value`: each field of an object as `f:<name>`, a
+/// nested object or a list marked itself with `.`, each list entry with a `uid` (an owner
+/// reference) or a `name` as `k:{"uid":...}` or `k:{"name":...}`, other entries not apart.
 fn fields_v1(value: &Value) -> Value {
     let Value::Object(fields) = value else {
         return json!({});
@@ -143,9 +143,10 @@ fn controller(name: &str) -> Value {
         "cert-rotation" => {
             include_str!("../../fixtures/cert-rotation/customize-namespace.request.json")
         }
-        _ => include_str!(
+        "mesh-root-certificate" => include_str!(
             "../../fixtures/mesh-root-certificate/customize-names-ca-secret.request.json"
         ),
+        other => panic!("no controller {other}"),
     };
     let mut request: Value = serde_json::from_str(fixture).unwrap();
     request["controller"].take()
