@@ -187,21 +187,18 @@ fn app_discovery(ns: &str) -> Value {
 }
 
 /// A KeptnAppCreationRequest of a single-service app, as Keptn's webhook makes it for a
-/// workload's app, `labelled` by the AppDiscovery's webhook or not yet; not stored yet.
+/// workload's app, `labelled` by the AppDiscovery's webhook or not yet (its fields only: the
+/// caller has it [`held`] or [`stored`]).
 fn app_creation_request(app: &str, ns: &str, labelled: bool) -> Value {
     let labels = if labelled {
         json!({"app.kubernetes.io/managed-by": "keptn"})
     } else {
         json!({})
     };
-    held(
-        json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnAppCreationRequest",
-                "metadata": {"name": format!("{app}-request"), "namespace": ns,
-                             "labels": labels, "annotations": {"keptn.sh/app-type": "single-service"}},
-                "spec": {"appName": app}}),
-        "keptn-lifecycle-operator",
-        "",
-    )
+    json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnAppCreationRequest",
+           "metadata": {"name": format!("{app}-request"), "namespace": ns,
+                        "labels": labels, "annotations": {"keptn.sh/app-type": "single-service"}},
+           "spec": {"appName": app}})
 }
 
 /// An AppDiscovery namespace with `n` workloads in `n / 10` apps (at least one), a due
@@ -330,22 +327,19 @@ fn ca_secret(mrc: &Value, rng: &ring::rand::SystemRandom) -> Value {
     stored(owned_by(secret, mrc, false), "metacontroller", "")
 }
 
-/// An MRC of `role` whose Tresor CA is the Secret `<name>-ca`, not stored yet.
-fn new_mrc(name: &str, ns: &str, role: &str) -> Value {
-    held(
-        json!({"apiVersion": "config.openservicemesh.io/v1alpha2", "kind": "MeshRootCertificate",
-                "metadata": {"name": name, "namespace": ns, "labels": app_labels(name)},
-                "spec": {"role": role, "trustDomain": "cluster.local", "spiffeEnabled": false,
-                         "provider": {"tresor": {"ca": {"secretRef": {"name": format!("{name}-ca"), "namespace": ns}}}}}}),
-        "kubectl-client-side-apply",
-        "metacontroller",
-    )
+/// A user's MRC of `role` whose Tresor CA is the Secret `<name>-ca` (its fields only: the
+/// caller has it [`held`] or [`stored`]).
+fn mrc_fields(name: &str, ns: &str, role: &str) -> Value {
+    json!({"apiVersion": "config.openservicemesh.io/v1alpha2", "kind": "MeshRootCertificate",
+           "metadata": {"name": name, "namespace": ns, "labels": app_labels(name)},
+           "spec": {"role": role, "trustDomain": "cluster.local", "spiffeEnabled": false,
+                    "provider": {"tresor": {"ca": {"secretRef": {"name": format!("{name}-ca"), "namespace": ns}}}}}})
 }
 
-/// A user's MRC of `role` whose Tresor CA is the Secret `<name>-ca`.
+/// A user's MRC of `role` whose Tresor CA is the Secret `<name>-ca`, stored.
 fn mrc(name: &str, ns: &str, role: &str) -> Value {
     stored(
-        new_mrc(name, ns, role),
+        mrc_fields(name, ns, role),
         "kubectl-client-side-apply",
         "metacontroller",
     )
@@ -450,6 +444,7 @@ pub fn app_discovery_customize() -> Vec<u8> {
 /// A KeptnAppCreationRequest created by Keptn's operator, under admission.
 pub fn app_discovery_mutate() -> Vec<u8> {
     let request = app_creation_request("app-0", "shop", false);
+    let request = held(request, "keptn-lifecycle-operator", "");
     admission_review("CREATE", &request, None)
 }
 /// An update of a WorkloadSet of `n` workloads (as [`delete_graph_sync`]'s, each run once, so
@@ -479,8 +474,9 @@ pub fn cert_rotation_customize(n: usize) -> Vec<u8> {
 pub fn mesh_root_certificate_sync(n: usize) -> Vec<u8> {
     let ns = "mesh";
     let rng = ring::rand::SystemRandom::new();
-    let mut active = mrc("mrc-a", ns, "active");
+    let mut active = mrc_fields("mrc-a", ns, "active");
     active["status"] = json!({"state": "active", "conditions": []});
+    let active = stored(active, "kubectl-client-side-apply", "metacontroller");
     let ca = ca_secret(&active, &rng);
     let managers: Vec<Value> = (0..n)
         .map(|i| {
@@ -515,9 +511,10 @@ pub fn mesh_root_certificate_validate() -> Vec<u8> {
 
 /// A new MRC without the fields the webhook defaults, under admission.
 pub fn mesh_root_certificate_mutate() -> Vec<u8> {
-    let mut object = new_mrc("mrc-c", "mesh", "passive");
+    let mut object = mrc_fields("mrc-c", "mesh", "passive");
     let spec = object["spec"].as_object_mut().unwrap();
     spec.remove("trustDomain");
     spec.remove("spiffeEnabled");
+    let object = held(object, "kubectl-client-side-apply", "metacontroller");
     admission_review("CREATE", &object, None)
 }
