@@ -9,7 +9,6 @@
 
 mod common;
 // The benches' request generators, held to the fixtures' checks.
-#[allow(dead_code)]
 #[path = "../hooks/benches/requests.rs"]
 mod requests;
 mod sim;
