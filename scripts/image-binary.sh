@@ -2,8 +2,8 @@
 # The binary the container image ships (Dockerfile, `make image-check`): the release metahooks
 # linked statically against glibc, so that it runs on an empty (`scratch`) image and keeps
 # glibc's memcmp, memcpy and malloc. A musl build, the other way to a static binary, answered a
-# kept 25 KB request at about a quarter of the rate (musl's byte-at-a-time memcmp compares the
-# body with the kept one; docs/BENCHMARKS.md, "The image's binary").
+# kept 25 KB request at a quarter to a third of the rate (musl's byte-at-a-time memcmp compares
+# the body with the kept one; docs/BENCHMARKS.md, "The image's binary").
 # usage: scripts/image-binary.sh OUT   (FEATURES=mimalloc as for `make bench-load`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
