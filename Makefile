@@ -10,7 +10,7 @@ DIFFERENTIAL_COUNT ?= 2000
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: build run test soak deny e2e lint fmt demo bench bench-load bench-instructions bench-server-instructions differential fuzz mutants manifests-check image-check dev-packages clean
+.PHONY: build run test soak deny e2e lint fmt demo bench bench-load bench-builds bench-instructions bench-server-instructions differential fuzz mutants manifests-check image-check dev-packages clean
 
 build:
 	$(CARGO) build --release
@@ -104,6 +104,12 @@ bench-load: dev-packages
 	command -v bc >/dev/null || apt-get install -y -qq bc
 	[ "$${H2:-0}" != 1 ] || command -v h2load >/dev/null || (apt-get update -qq && apt-get install -y -qq nghttp2-client)
 	scripts/bench-load.sh
+
+## Builds of the server side by side over loopback, each against the echo and naive floors:
+## BUILDS="path/to/metahooks ..." (the first is the baseline; installs wrk).
+bench-builds: dev-packages
+	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+	scripts/bench-builds.sh $(BUILDS)
 
 ## Instruction counts of every sync hook and delete-graph's finalize against their floors, under
 ## callgrind (installs valgrind).
