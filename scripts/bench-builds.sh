@@ -22,6 +22,12 @@ server_cpu=() client_cpu=()
 if [ "${PIN:-1}" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
   server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
 fi
+for port in 8090 8091 8092; do
+  if curl -s -o /dev/null "http://127.0.0.1:$port/"; then
+    echo "bench-builds: something already answers on 127.0.0.1:$port: stop it first" >&2
+    exit 1
+  fi
+done
 OUT=target/load
 cargo build --release --quiet --example floor --example load_requests
 ./target/release/examples/load_requests "$OUT" >&2
