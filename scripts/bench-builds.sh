@@ -18,23 +18,12 @@ REQUESTS=${REQUESTS:-app-discovery:25k delete-graph:25k cert-rotation:25k cert-r
   app-discovery:25k:4}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-3}
-server_cpu=() client_cpu=()
-if [ "${PIN:-1}" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-  server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
-fi
-for port in 8090 8091 8092; do
-  if curl -s -o /dev/null "http://127.0.0.1:$port/"; then
-    echo "bench-builds: something already answers on 127.0.0.1:$port: stop it first" >&2
-    exit 1
-  fi
-done
+. scripts/bench-loopback.sh
+stop_if_answered 8090 8091 8092
 OUT=target/load
 cargo build --release --quiet --example floor --example load_requests
 ./target/release/examples/load_requests "$OUT" >&2
 
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
 declare -A floor_pid floor_port=([echo]=8091 [json]=8092)
 for floor in echo json; do
   "${server_cpu[@]}" ./target/release/examples/floor "$floor" "127.0.0.1:${floor_port[$floor]}" &

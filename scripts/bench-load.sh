@@ -57,21 +57,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-routes.sh
+. scripts/bench-loopback.sh
 DURATION=${DURATION:-3}
 ROUTES=${ROUTES:-$BENCH_ROUTES $ADMISSION_ROUTES}
 SIZES=${SIZES:-25k 200k 1700k}
 FEATURES=${FEATURES:-}
 CONNECTIONS=${CONNECTIONS:-32}
-PIN=${PIN:-1}
 ROUNDS=${ROUNDS:-3}
 H2=${H2:-0}
 H2_CONNECTIONS=${H2_CONNECTIONS:-1}
 client=wrk # the load client, as the tables name it
 [ "$H2" != 1 ] || client=h2load
-server_cpu=() client_cpu=()
-if [ "$PIN" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-  server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
-fi
 OUT=target/load
 mkdir -p "$OUT"
 if [ "${VARY:-0}" = 6 ]; then
@@ -108,19 +104,12 @@ fi
 cargo build --release --quiet --example floor --example load_requests
 ./target/release/examples/load_requests "$OUT" >&2
 
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
-
 # Start to ready, with a self-signed certificate made at start; then idle RSS. Logs at the
 # level the manifests deploy (info). curl and sleep run once before the clock starts, so that
 # it does not count loading the probe's own programs from disk on a fresh machine (37-63 ms
 # here with the page cache dropped, against the server's 7-40 ms); that first curl also checks
-# that nothing else answers on the port.
-if curl -s http://127.0.0.1:8090/readyz >/dev/null; then
-  echo "something already answers on 127.0.0.1:8090: stop it first" >&2
-  exit 1
-fi
+# that nothing else answers on the ports.
+stop_if_answered 8090 8091 8092 8093
 sleep 0
 start=$(date +%s%N)
 RUST_LOG=info "${server_cpu[@]}" "$server_bin" serve --listen 127.0.0.1:8090 --tls-listen 127.0.0.1:8443 --tls-self-signed --max-in-flight 1024 &
