@@ -5,7 +5,7 @@
 
 use crate::reload::Reloading;
 use anyhow::{anyhow, Context, Result};
-use rustls::crypto::ring::sign::any_supported_type;
+use rustls::crypto::aws_lc_rs::sign::any_supported_type;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
@@ -122,7 +122,8 @@ fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<(CertifiedKey, Offse
     }
 }
 
-/// rustls configuration of the HTTPS listener, with the ring provider and ALPN h2 + http/1.1;
+/// rustls configuration of the HTTPS listener, with the aws-lc-rs provider (for its post-quantum
+/// key exchange, X25519MLKEM768, which Go's clients offer first) and ALPN h2 + http/1.1;
 /// with `client_ca`, clients must present a certificate signed by one of its CAs, and the
 /// configuration is made again on the first handshake after that file changes.
 pub fn server_configs(
@@ -145,7 +146,7 @@ fn server_config(
     resolver: Arc<ReloadingResolver>,
     client_ca: Option<&Path>,
 ) -> Result<ServerConfig> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| anyhow!("TLS protocol versions: {e}"))?;

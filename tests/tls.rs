@@ -2,12 +2,15 @@
 //! and the client CA reloaded after a kubelet-style `..data` symlink swap without a restart; a
 //! certificate and a key that are not a pair refused, at start and on a reload; the expiry of
 //! the certificate in service in `/metrics`, and one near its end or past it logged; admission
-//! over HTTP/2; a caller gone mid-body without TLS's close.
+//! over HTTP/2; a caller gone mid-body without TLS's close; the key exchange, post-quantum with
+//! a client that offers it.
 
 mod common;
 
 use common::mounted::{mount_files, swap_data, write_files};
-use common::tls::{der_of, https_get, mount, try_https_get, write_pair, write_version};
+use common::tls::{
+    der_of, https_get, key_exchange, mount, try_https_get, write_pair, write_version,
+};
 use common::{LogCapture, TestServer};
 use time::{Duration, OffsetDateTime};
 
@@ -19,6 +22,30 @@ fn self_signed_certificate_serves_https() {
     assert!(!cert.is_empty());
     // The plain listener keeps working beside it.
     assert_eq!(common::get(&server, "/healthz").status, 200);
+}
+
+/// The key exchange follows the client's order of preference: the hybrid X25519MLKEM768 with
+/// a client that prefers it, as Go's have since 1.24 (the API server's from Kubernetes 1.33,
+/// Metacontroller's), so that what a recorded request carries (a CA's private key in a
+/// cert-rotation sync) cannot be read once the classical part falls; X25519 or P-256 with
+/// clients that offer no hybrid. No client is asked for another key share first.
+#[test]
+fn key_exchange_is_post_quantum_with_a_client_that_offers_it() {
+    use rustls::crypto::aws_lc_rs::kx_group::{SECP256R1, SECP384R1, X25519, X25519MLKEM768};
+    use rustls::{HandshakeKind, NamedGroup};
+    let server = TestServer::start(&["--tls-self-signed"]);
+    let addr = server.https.expect("HTTPS listener");
+    let cases: [(&[_], _); 3] = [
+        (
+            &[X25519MLKEM768, X25519, SECP256R1, SECP384R1],
+            NamedGroup::X25519MLKEM768,
+        ),
+        (&[X25519, SECP256R1, SECP384R1], NamedGroup::X25519),
+        (&[SECP256R1], NamedGroup::secp256r1),
+    ];
+    for (offered, chosen) in cases {
+        assert_eq!(key_exchange(addr, offered), (chosen, HandshakeKind::Full));
+    }
 }
 
 #[test]

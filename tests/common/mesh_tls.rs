@@ -7,7 +7,7 @@
 //! also checks a CA's own dates, key usage and basic constraints, under its strict X.509 rules.
 
 use rustls::client::WebPkiServerVerifier;
-use rustls::crypto::ring;
+use rustls::crypto::aws_lc_rs;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::server::WebPkiClientVerifier;
@@ -86,7 +86,7 @@ fn rustls_handshake(
     server_name: &str,
     now: i64,
 ) -> Result<(), String> {
-    let provider = Arc::new(ring::default_provider());
+    let provider = Arc::new(aws_lc_rs::default_provider());
     let clock = Arc::new(At(u64::try_from(now).expect("a time after 1970")));
     let client_trust = roots(&client.ca_crt)?;
     let server_verifier =

@@ -5,9 +5,14 @@
 use super::mounted::{mount_files, write_files};
 use super::read_reply;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::crypto::{
+    verify_tls12_signature, verify_tls13_signature, CryptoProvider, SupportedKxGroup,
+};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme, StreamOwned};
+use rustls::{
+    ClientConfig, ClientConnection, DigitallySignedStruct, HandshakeKind, NamedGroup,
+    SignatureScheme, StreamOwned,
+};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
@@ -102,12 +107,35 @@ pub fn https_request(
 /// client certificate is chosen.
 pub fn accepting_any_certificate(
 ) -> rustls::ConfigBuilder<ClientConfig, rustls::client::WantsClientCert> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    accepting_any_certificate_of(rustls::crypto::aws_lc_rs::default_provider())
+}
+
+fn accepting_any_certificate_of(
+    provider: CryptoProvider,
+) -> rustls::ConfigBuilder<ClientConfig, rustls::client::WantsClientCert> {
+    let provider = Arc::new(provider);
     ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .unwrap()
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+}
+
+/// GETs /readyz over TLS from a client that offers the key exchange `groups` in that order of
+/// preference, with a key share for the first (and for X25519 beside a hybrid, as rustls and Go
+/// send): the group the server chose, and whether it asked for another key share first (a
+/// HelloRetryRequest, one round trip more).
+pub fn key_exchange(
+    addr: SocketAddr,
+    groups: &[&'static dyn SupportedKxGroup],
+) -> (NamedGroup, HandshakeKind) {
+    let mut provider = rustls::crypto::aws_lc_rs::default_provider();
+    provider.kx_groups = groups.to_vec();
+    let config = accepting_any_certificate_of(provider).with_no_client_auth();
+    let mut tls = tls_connect(addr, config, "localhost").unwrap();
+    assert_eq!(send(&mut tls, GET_READYZ).unwrap().status, 200);
+    let group = tls.conn.negotiated_key_exchange_group().unwrap().name();
+    (group, tls.conn.handshake_kind().unwrap())
 }
 
 /// GETs /readyz over TLS, trusting only the CAs of `ca_pem` and checking that the certificate
@@ -123,7 +151,7 @@ pub fn https_get_trusting(
     for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
         roots.add(cert.unwrap()).unwrap();
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
@@ -181,13 +209,21 @@ fn exchange(
     raw: &[u8],
 ) -> Result<(super::Reply, Vec<u8>), String> {
     let mut tls = tls_connect(addr, config, server_name)?;
+    let reply = send(&mut tls, raw)?;
+    let cert = tls.conn.peer_certificates().unwrap()[0].to_vec();
+    Ok((reply, cert))
+}
+
+/// Sends `raw` over `tls` and reads the reply; `Err` when the handshake or the exchange fails.
+fn send(
+    tls: &mut StreamOwned<ClientConnection, TcpStream>,
+    raw: &[u8],
+) -> Result<super::Reply, String> {
     tls.write_all(raw).map_err(|e| e.to_string())?;
     let mut head = [0u8; 1];
     use std::io::Read;
     tls.read_exact(&mut head).map_err(|e| e.to_string())?;
-    let reply = read_reply(&mut (&head[..]).chain(&mut tls));
-    let cert = tls.conn.peer_certificates().unwrap()[0].to_vec();
-    Ok((reply, cert))
+    Ok(read_reply(&mut (&head[..]).chain(tls)))
 }
 
 pub fn der_of(pem: &str) -> Vec<u8> {
