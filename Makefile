@@ -106,7 +106,7 @@ bench-load: dev-packages
 	scripts/bench-load.sh
 
 ## Builds of the server side by side over loopback, each against the echo and naive floors:
-## BUILDS="path/to/metahooks ..." (the first is the baseline; installs wrk).
+## BUILDS="path/to/metahooks ..." (the first is the baseline; TLS=1 over HTTPS; installs wrk).
 bench-builds: dev-packages
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	scripts/bench-builds.sh $(BUILDS)

@@ -4,7 +4,9 @@
 # (examples/floor.rs), ROUNDS times. A table gives, per request and build, the medians of each
 # round's ratios of requests/s to the first build, to echo and to naive, the range of the p99s
 # and the highest peak RSS. Over HTTP, 32 connections, 1 s of warm-up and DURATION s measured;
-# pinned as bench-load.sh pins (PIN=0: not).
+# pinned as bench-load.sh pins (PIN=0: not). TLS=1 sends the builds' requests to their HTTPS
+# listener (the self-signed certificate made at start), as bench-load.sh does; the floors answer
+# plain HTTP.
 # usage: scripts/bench-builds.sh BIN...   (the others are compared with the first; the servers'
 # logs go to target/load/bench-builds.log)
 # REQUESTS lists route:size or route:size:VARY, of bench-load.sh's sync routes, sizes and VARY.
@@ -21,6 +23,8 @@ DURATION=${DURATION:-3}
 . scripts/bench-loopback.sh
 stop_if_answered 8090 8091 8092
 OUT=target/load
+server_url=http://127.0.0.1:8090
+[ "${TLS:-0}" != 1 ] || server_url=https://127.0.0.1:8443
 cargo build --release --quiet --example floor --example load_requests
 ./target/release/examples/load_requests "$OUT" >&2
 
@@ -62,7 +66,7 @@ for round in $(seq "$ROUNDS"); do
         fi
         sleep 0.01
       done
-      echo "$round $request $(measure "$bin" "$server" "http://127.0.0.1:8090/$route/sync" \
+      echo "$round $request $(measure "$bin" "$server" "$server_url/$route/sync" \
         "$body" "$vary")" >>"$results"
       kill "$server"
       wait "$server" 2>/dev/null || true
