@@ -146,6 +146,7 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
             let _ = stream.set_nodelay(true);
             let draining = draining.clone();
             let service = service.clone();
+            let state = task_state.clone();
             tokio::spawn(async move {
                 let _place = place;
                 match tls {
@@ -156,7 +157,10 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
                         match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream))
                             .await
                         {
-                            Ok(Ok(tls)) => serve_connection(tls, service, waits, draining).await,
+                            Ok(Ok(tls)) => {
+                                state.metrics.tls_handshake(tls.get_ref().1);
+                                serve_connection(tls, service, waits, draining).await
+                            }
                             Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                             Err(_) => tracing::debug!("TLS handshake timed out"),
                         }

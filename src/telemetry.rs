@@ -1,9 +1,9 @@
 //! Logs (tracing, JSON or pretty) and the Prometheus metrics of `/metrics`: the version running, a
 //! request counter and a latency histogram per route and status, the sync answers by the
-//! condition they give their object, the connections open and those refused, and when the HTTPS
-//! listener's certificate expires.
-//! Kept dependency-free and cheap: a short lock per request (two for a sync answer), rendering
-//! only when scraped.
+//! condition they give their object, the connections open and those refused, the TLS handshakes by
+//! version and key exchange group, and when the HTTPS listener's certificate expires.
+//! Kept dependency-free and cheap: a short lock per request (two for a sync answer) and per TLS
+//! handshake, rendering only when scraped.
 
 use metahooks_hooks::SyncCondition;
 use std::collections::BTreeMap;
@@ -42,9 +42,26 @@ pub struct Metrics {
     /// The NotAfter of the HTTPS listener's certificate in service, in Unix seconds, set by the
     /// TLS resolver on every load; 0 without HTTPS.
     pub certificate_expiry: Arc<AtomicI64>,
+    /// TLS handshakes completed, by protocol version and key exchange group.
+    tls_handshakes: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
 }
 
 impl Metrics {
+    /// Records a completed TLS handshake under its protocol version and key exchange group, by
+    /// rustls' names (`TLSv1_3`, `X25519MLKEM768`); `none` where there is none to name.
+    pub fn tls_handshake(&self, session: &rustls::CommonState) {
+        let version = session.protocol_version().and_then(|v| v.as_str());
+        let group = session
+            .negotiated_key_exchange_group()
+            .and_then(|g| g.name().as_str());
+        let key = (version.unwrap_or("none"), group.unwrap_or("none"));
+        let mut handshakes = self
+            .tls_handshakes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *handshakes.entry(key).or_default() += 1;
+    }
+
     /// Records one answered request. `route` is a mounted route or `unmatched`.
     pub fn observe(&self, route: &'static str, status: u16, elapsed: Duration) {
         let secs = elapsed.as_secs_f64();
@@ -142,6 +159,23 @@ impl Metrics {
         out.push_str("# TYPE metahooks_connections_refused_total counter\n");
         let refused = self.connections_refused.load(Ordering::Relaxed);
         let _ = writeln!(out, "metahooks_connections_refused_total {refused}");
+        let handshakes = self
+            .tls_handshakes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if !handshakes.is_empty() {
+            out.push_str(
+                "# HELP metahooks_tls_handshakes_total TLS handshakes completed, by protocol version and key exchange group (X25519MLKEM768 is post-quantum).\n",
+            );
+            out.push_str("# TYPE metahooks_tls_handshakes_total counter\n");
+        }
+        for ((version, group), n) in handshakes.iter() {
+            let _ = writeln!(
+                out,
+                "metahooks_tls_handshakes_total{{version=\"{version}\",group=\"{group}\"}} {n}"
+            );
+        }
+        drop(handshakes);
         let expiry = self.certificate_expiry.load(Ordering::Relaxed);
         if expiry != 0 {
             out.push_str(

@@ -28,7 +28,8 @@ fn self_signed_certificate_serves_https() {
 /// a client that prefers it, as Go's have since 1.24 (the API server's from Kubernetes 1.33,
 /// Metacontroller's), so that what a recorded request carries (a CA's private key in a
 /// cert-rotation sync) cannot be read once the classical part falls; X25519 or P-256 with
-/// clients that offer no hybrid. No client is asked for another key share first.
+/// clients that offer no hybrid. No client is asked for another key share first, and `/metrics`
+/// counts each handshake under its version and group.
 #[test]
 fn key_exchange_is_post_quantum_with_a_client_that_offers_it() {
     use rustls::crypto::aws_lc_rs::kx_group::{SECP256R1, SECP384R1, X25519, X25519MLKEM768};
@@ -46,6 +47,19 @@ fn key_exchange_is_post_quantum_with_a_client_that_offers_it() {
     for (offered, chosen) in cases {
         assert_eq!(key_exchange(addr, offered), (chosen, HandshakeKind::Full));
     }
+    let metrics = String::from_utf8(common::get(&server, "/metrics").body).unwrap();
+    let counted: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("metahooks_tls_handshakes_total{"))
+        .collect();
+    assert_eq!(
+        counted,
+        [
+            r#"metahooks_tls_handshakes_total{version="TLSv1_3",group="X25519"} 1"#,
+            r#"metahooks_tls_handshakes_total{version="TLSv1_3",group="X25519MLKEM768"} 1"#,
+            r#"metahooks_tls_handshakes_total{version="TLSv1_3",group="secp256r1"} 1"#,
+        ]
+    );
 }
 
 #[test]
