@@ -28,24 +28,30 @@ fn self_signed_certificate_serves_https() {
 /// a client that prefers it, as Go's have since 1.24 (the API server's from Kubernetes 1.33,
 /// Metacontroller's), so that what a recorded request carries (a CA's private key in a
 /// cert-rotation sync) cannot be read once the classical part falls; X25519 or P-256 with
-/// clients that offer no hybrid. No client is asked for another key share first, and `/metrics`
-/// counts each handshake under its version and group.
+/// clients that offer no hybrid, and with a TLS 1.2 client, which cannot use it. No client is
+/// asked for another key share first, and `/metrics` counts each handshake under its version
+/// and group.
 #[test]
 fn key_exchange_is_post_quantum_with_a_client_that_offers_it() {
     use rustls::crypto::aws_lc_rs::kx_group::{SECP256R1, SECP384R1, X25519, X25519MLKEM768};
+    use rustls::version::{TLS12, TLS13};
     use rustls::{HandshakeKind, NamedGroup};
     let server = TestServer::start(&["--tls-self-signed"]);
     let addr = server.https.expect("HTTPS listener");
-    let cases: [(&[_], _); 3] = [
+    let go = [X25519MLKEM768, X25519, SECP256R1, SECP384R1];
+    let cases: [(&[_], &[_], _); 4] = [
+        (&[&TLS13], &go, NamedGroup::X25519MLKEM768),
         (
-            &[X25519MLKEM768, X25519, SECP256R1, SECP384R1],
-            NamedGroup::X25519MLKEM768,
+            &[&TLS13],
+            &[X25519, SECP256R1, SECP384R1],
+            NamedGroup::X25519,
         ),
-        (&[X25519, SECP256R1, SECP384R1], NamedGroup::X25519),
-        (&[SECP256R1], NamedGroup::secp256r1),
+        (&[&TLS13], &[SECP256R1], NamedGroup::secp256r1),
+        (&[&TLS12], &go, NamedGroup::X25519),
     ];
-    for (offered, chosen) in cases {
-        assert_eq!(key_exchange(addr, offered), (chosen, HandshakeKind::Full));
+    for (versions, offered, chosen) in cases {
+        let got = key_exchange(addr, versions, offered);
+        assert_eq!(got, (chosen, HandshakeKind::Full));
     }
     let metrics = String::from_utf8(common::get(&server, "/metrics").body).unwrap();
     let counted: Vec<&str> = metrics
@@ -55,6 +61,7 @@ fn key_exchange_is_post_quantum_with_a_client_that_offers_it() {
     assert_eq!(
         counted,
         [
+            r#"metahooks_tls_handshakes_total{version="TLSv1_2",group="X25519"} 1"#,
             r#"metahooks_tls_handshakes_total{version="TLSv1_3",group="X25519"} 1"#,
             r#"metahooks_tls_handshakes_total{version="TLSv1_3",group="X25519MLKEM768"} 1"#,
             r#"metahooks_tls_handshakes_total{version="TLSv1_3",group="secp256r1"} 1"#,

@@ -11,7 +11,7 @@ use rustls::crypto::{
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{
     ClientConfig, ClientConnection, DigitallySignedStruct, HandshakeKind, NamedGroup,
-    SignatureScheme, StreamOwned,
+    SignatureScheme, StreamOwned, SupportedProtocolVersion,
 };
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
@@ -107,31 +107,36 @@ pub fn https_request(
 /// client certificate is chosen.
 pub fn accepting_any_certificate(
 ) -> rustls::ConfigBuilder<ClientConfig, rustls::client::WantsClientCert> {
-    accepting_any_certificate_of(rustls::crypto::aws_lc_rs::default_provider())
+    accepting_any_certificate_of(
+        rustls::crypto::aws_lc_rs::default_provider(),
+        rustls::DEFAULT_VERSIONS,
+    )
 }
 
 fn accepting_any_certificate_of(
     provider: CryptoProvider,
+    versions: &[&'static SupportedProtocolVersion],
 ) -> rustls::ConfigBuilder<ClientConfig, rustls::client::WantsClientCert> {
     let provider = Arc::new(provider);
     ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(versions)
         .unwrap()
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
 }
 
-/// GETs /readyz over TLS from a client that offers the key exchange `groups` in that order of
-/// preference, with a key share for the first (and for X25519 beside a hybrid, as rustls and Go
-/// send): the group the server chose, and whether it asked for another key share first (a
-/// HelloRetryRequest, one round trip more).
+/// GETs /readyz over TLS from a client that speaks the TLS `versions` and offers the key exchange
+/// `groups` in that order of preference, with a key share for the first (and for X25519 beside a
+/// hybrid, as rustls and Go send): the group the server chose, and whether it asked for another
+/// key share first (a HelloRetryRequest, one round trip more).
 pub fn key_exchange(
     addr: SocketAddr,
+    versions: &[&'static SupportedProtocolVersion],
     groups: &[&'static dyn SupportedKxGroup],
 ) -> (NamedGroup, HandshakeKind) {
     let mut provider = rustls::crypto::aws_lc_rs::default_provider();
     provider.kx_groups = groups.to_vec();
-    let config = accepting_any_certificate_of(provider).with_no_client_auth();
+    let config = accepting_any_certificate_of(provider, versions).with_no_client_auth();
     let mut tls = tls_connect(addr, config, "localhost").unwrap();
     assert_eq!(send(&mut tls, GET_READYZ).unwrap().status, 200);
     let group = tls.conn.negotiated_key_exchange_group().unwrap().name();
