@@ -59,13 +59,7 @@ for round in $(seq "$ROUNDS"); do
         >>"$OUT/bench-builds.log" 2>&1 &
       server=$!
       pids+=("$server")
-      until curl -sf http://127.0.0.1:8090/readyz >/dev/null; do
-        if ! kill -0 "$server" 2>/dev/null; then
-          echo "bench-builds: $bin stopped before it was ready" >&2
-          exit 1
-        fi
-        sleep 0.01
-      done
+      wait_ready "$server" "$bin"
       echo "$round $request $(measure "$bin" "$server" "$server_url/$route/sync" \
         "$body" "$vary")" >>"$results"
       kill "$server"

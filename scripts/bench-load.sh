@@ -115,10 +115,7 @@ start=$(date +%s%N)
 RUST_LOG=info "${server_cpu[@]}" "$server_bin" serve --listen 127.0.0.1:8090 --tls-listen 127.0.0.1:8443 --tls-self-signed --max-in-flight 1024 &
 pids+=($!); server=$!
 declare -A server_pid=([8090]=$server)
-until curl -sf http://127.0.0.1:8090/readyz >/dev/null; do
-  kill -0 "$server" 2>/dev/null || { echo "metahooks exited before it was ready" >&2; exit 1; }
-  sleep 0.002
-done
+wait_ready "$server" metahooks
 ready_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 sleep 1
 idle_kb=$(awk '/VmRSS/ {print $2}' /proc/$server/status)

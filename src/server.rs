@@ -125,7 +125,8 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
                 }
                 _ = &mut delay, if stopping() => break,
                 r = http.accept() => r.map(|(s, _)| (s, None)),
-                r = accept_tls(&https) => r.map(|(s, a)| (s, Some(a))),
+                // A TLS connection takes the state along, to count its handshake.
+                r = accept_tls(&https) => r.map(|(s, a)| (s, Some((a, task_state.clone())))),
             };
             let (stream, tls) = match accepted {
                 Ok(a) => a,
@@ -146,14 +147,13 @@ pub async fn start_with_clock(config: &ServeConfig, clock: Clock) -> Result<Runn
             let _ = stream.set_nodelay(true);
             let draining = draining.clone();
             let service = service.clone();
-            let state = task_state.clone();
             tokio::spawn(async move {
                 let _place = place;
                 match tls {
                     None => {
                         serve_connection(stream, service, waits, draining).await;
                     }
-                    Some(acceptor) => {
+                    Some((acceptor, state)) => {
                         match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream))
                             .await
                         {
