@@ -166,7 +166,10 @@ fn the_latency_record_gives_the_bucket_of_the_99th_percentile() {
     latencies.record(Duration::from_micros(95));
     assert_eq!(latencies.p99(), 110);
     latencies.record(Duration::from_secs(3));
-    assert_eq!(latencies.0[Latencies::BUCKETS - 1].load(Ordering::Relaxed), 1);
+    assert_eq!(
+        latencies.0[Latencies::BUCKETS - 1].load(Ordering::Relaxed),
+        1
+    );
 }
 
 #[test]
