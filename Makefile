@@ -91,11 +91,15 @@ fuzz:
 
 ## Mutation testing of both crates, each mutant against its own crate's tests: every mutant
 ## they leave alive is listed in target/mutants.out/missed.txt (cargo-mutants from crates.io;
-## about two hours on 2 cores, so not in CI). Test binaries without debug info link faster.
+## about two hours on 2 cores, so not in CI). SINCE=<revision> mutates only the lines of
+## hooks/src and src changed since that revision (git diff; minutes for a few rounds' changes).
+## Test binaries without debug info link faster.
 mutants: dev-packages
 	command -v cargo-mutants >/dev/null || $(CARGO) install cargo-mutants --locked
+	@mkdir -p target
+	$(if $(SINCE),git diff $(SINCE) -- hooks/src src > target/mutants.diff)
 	CARGO_PROFILE_DEV_DEBUG=0 $(CARGO) mutants -p metahooks-hooks -p metahooks \
-		--copy-target=false --output target
+		--copy-target=false --output target $(if $(SINCE),--in-diff target/mutants.diff)
 
 ## Loopback load run of the sync routes, delete-graph's finalize and the admission routes against
 ## the release server and three floor servers (installs wrk, and h2load for H2=1).
