@@ -504,3 +504,53 @@ fn a_cache_behind_handles_a_request_twice_or_against_no_app() {
     assert_eq!(app(&sim, "nginx").unwrap()["spec"]["version"], "1.26.0");
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
+
+/// Two AppDiscoveries in one namespace, where the spec asks for one (§2): each adopts the
+/// requests and apps it syncs first. A request one adopted for an app the other controls cannot
+/// update that app (Metacontroller's create of a child another object controls meets
+/// `AlreadyExists`, which it swallows): before the fix the request was handled and the rollout's
+/// version lost without a word. Now the request is kept and the conflict reported, until one of
+/// the two goes with `--cascade=orphan` and the other adopts what it had.
+#[test]
+fn a_second_app_discovery_in_the_namespace_reports_an_app_it_cannot_update() {
+    let mut sim = sim();
+    workload(&mut sim, "nginx", "nginx", "1.25.3");
+    request(&mut sim, "nginx", "nginx", true);
+    sim.run_until_quiet();
+    let first = app(&sim, "nginx").unwrap();
+    assert_eq!(first["metadata"]["ownerReferences"][0]["name"], "discovery");
+
+    // A second one whose name sorts first, so it syncs first and adopts the next request.
+    sim.apply(&json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery", "metadata": {"name": "a-discovery", "namespace": NS}}).to_string())
+        .unwrap();
+    sim.run_until_quiet();
+    workload(&mut sim, "nginx", "nginx", "1.25.4");
+    request(&mut sim, "nginx", "nginx", true);
+    sim.run_until_quiet();
+    let kacr = sim
+        .get("KeptnAppCreationRequest", NS, "nginx")
+        .expect("request kept");
+    assert_eq!(
+        kacr["metadata"]["ownerReferences"][0]["name"],
+        "a-discovery"
+    );
+    assert_eq!(app(&sim, "nginx").unwrap()["spec"], first["spec"]);
+    let status = &sim.get("AppDiscovery", NS, "a-discovery").unwrap()["status"];
+    assert_eq!(status["apps"], json!({}));
+    assert_eq!(status["pendingRequests"][0]["name"], "nginx");
+    assert_eq!(status["conditions"][0]["status"], "False");
+    assert_eq!(status["conditions"][0]["reason"], "MalformedObjects");
+    assert_eq!(
+        status["conditions"][0]["message"],
+        "KeptnApp nginx: controlled by AppDiscovery discovery, so this AppDiscovery cannot update it"
+    );
+
+    sim.delete_orphaning("AppDiscovery", NS, "a-discovery")
+        .unwrap();
+    sim.run_until_quiet();
+    let updated = app(&sim, "nginx").unwrap();
+    assert_eq!(updated["spec"]["version"], "1.25.4", "adopted and handled");
+    assert_eq!(updated["metadata"]["uid"], first["metadata"]["uid"]);
+    assert!(sim.get("KeptnAppCreationRequest", NS, "nginx").is_none());
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}

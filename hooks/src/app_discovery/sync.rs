@@ -3,8 +3,8 @@
 
 use super::version::{app_version, derived_traceparent, short_name};
 use crate::contract::{
-    map_only, object_maps, without, CompositeRequest, CompositeResponse, Lenient, MetaOut,
-    NameMeta, Object, Strings, Text,
+    map_only, object_maps, without, CompositeRequest, CompositeResponse, ControllerRef, Lenient,
+    MetaOut, NameMeta, Object, ObjectMeta, Strings, Text,
 };
 use crate::json::Json;
 use crate::meta::{is_dns1123_subdomain, parse_rfc3339, rfc3339, Condition, PreviousConditions};
@@ -44,8 +44,12 @@ pub struct AppDiscoveryStatus {
 
 pub type AppDiscovery<'a> = Object<'a, AppDiscoverySpec<'a>, AppDiscoveryStatus>;
 
-/// A KACR or a KeptnApp: spec kept whole, its strings borrowed (it is re-emitted as observed).
+/// A KACR: spec kept whole, its strings borrowed (it is re-emitted as observed).
 pub type KeptnObject<'a> = Object<'a, Json<'a>>;
+
+/// A KeptnApp: as a KACR, and the object that controls it (an app another object controls is
+/// not one this parent can update).
+pub type KeptnApp<'a> = Object<'a, Json<'a>, IgnoredAny, ObjectMeta<'a, ControllerRef<'a>>>;
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self")]
@@ -69,7 +73,7 @@ object_maps! {
     /// The children: the KACRs and the KeptnApps this AppDiscovery made.
     pub kept struct Children<'a> {
         requests: KeptnObject<'a> = KACR_KEY,
-        apps: KeptnObject<'a> = APP_KEY,
+        apps: KeptnApp<'a> = APP_KEY,
     }
 }
 
@@ -77,7 +81,7 @@ object_maps! {
     /// The related objects: workloads and apps of the namespace, each decoded into its own type.
     pub struct Related<'a> {
         workloads: KeptnWorkload<'a> = WORKLOAD_KEY,
-        apps: KeptnObject<'a> = APP_KEY,
+        apps: KeptnApp<'a> = APP_KEY,
     }
 }
 
@@ -124,7 +128,11 @@ fn is_metacontroller_key(key: &str) -> bool {
 }
 
 /// An observed object re-emitted unchanged: identity, labels, annotations and spec only.
-fn rebuilt<'r>(kind: &'static str, obj: &'r KeptnObject<'r>, namespace: &'r str) -> Child<'r> {
+fn rebuilt<'r, Owners>(
+    kind: &'static str,
+    obj: &'r Object<'r, Json<'r>, IgnoredAny, ObjectMeta<'r, Owners>>,
+    namespace: &'r str,
+) -> Child<'r> {
     Child {
         api_version: KEPTN_API,
         kind,
@@ -133,7 +141,7 @@ fn rebuilt<'r>(kind: &'static str, obj: &'r KeptnObject<'r>, namespace: &'r str)
     }
 }
 
-fn is_generated(obj: &KeptnObject) -> bool {
+fn is_generated(obj: &KeptnApp) -> bool {
     obj.metadata.labels.get(MANAGED_BY).map(Text::as_str) == Some("keptn")
 }
 
@@ -147,8 +155,19 @@ enum Outcome<'a> {
     Waiting(&'a str, OffsetDateTime),
     /// Due: its app is discovered and the request left out, unless the app is held.
     Due(&'a str, OffsetDateTime),
-    /// Due, but its app is held by a workload without a version: kept and pending.
+    /// Due, but its app is held (by a workload without a version, or by another object that
+    /// controls it): kept and pending.
     Held(&'a str, OffsetDateTime),
+}
+
+/// The app stays as it is, and its due requests (`kacrs`, indexes into `outcomes`) wait for a
+/// fix.
+fn hold(outcomes: &mut [Outcome], kacrs: &[usize]) {
+    for &i in kacrs {
+        if let Outcome::Due(app, due_at) = outcomes[i] {
+            outcomes[i] = Outcome::Held(app, due_at);
+        }
+    }
 }
 
 /// The sync of one AppDiscovery at `now`.
@@ -160,7 +179,7 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
 
     let mut requests: Vec<&KeptnObject> = req.children.requests.iter().map(Arc::as_ref).collect();
     requests.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    let mut child_apps: Vec<&KeptnObject> = req.children.apps.iter().map(Arc::as_ref).collect();
+    let mut child_apps: Vec<&KeptnApp> = req.children.apps.iter().map(Arc::as_ref).collect();
     child_apps.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
 
     // Step 0: the discovery window.
@@ -181,13 +200,12 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
         return invalid_spec(&requests, &child_apps, namespace, ready);
     };
 
-    let in_namespace = |o: &KeptnObject| o.metadata.namespace_or(namespace) == namespace;
-    let related_apps: Vec<&KeptnObject> = req
+    let related_apps: Vec<&KeptnApp> = req
         .related
         .apps
         .iter()
         .map(Arc::as_ref)
-        .filter(|a| in_namespace(a))
+        .filter(|a| a.metadata.namespace_or(namespace) == namespace)
         .collect();
     let find_app = |name: &str| {
         child_apps
@@ -295,6 +313,29 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
         })
         .collect();
     for (app_name, kacrs) in &due {
+        let child = child_apps.iter().find(|a| a.metadata.name == *app_name);
+        let existing = child
+            .or_else(|| {
+                related_apps
+                    .iter()
+                    .find(|a| a.metadata.name == *app_name && is_generated(a))
+            })
+            .copied();
+        // A generated app that is no child of this parent because another object controls it
+        // (another AppDiscovery of the namespace): Metacontroller could not write it, so the
+        // requests wait, reported, until this parent adopts the app.
+        if let Some(owner) = existing
+            .filter(|_| child.is_none())
+            .and_then(|a| a.metadata.owner_references.0.as_ref())
+            .filter(|owner| Some(&owner.uid) != parent.metadata.uid.as_ref())
+        {
+            problems.push(format!(
+                "KeptnApp {app_name}: controlled by {} {}, so this AppDiscovery cannot update it",
+                owner.kind, owner.name
+            ));
+            hold(&mut outcomes, kacrs);
+            continue;
+        }
         let listed = by_app.get(app_name).map(Vec::as_slice).unwrap_or(&[]);
         let unversioned: Vec<&str> = listed
             .iter()
@@ -313,12 +354,7 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
                 };
                 problems.push(format!("KeptnWorkload {w}: spec.version {what}"));
             }
-            // Held: the app stays as it is, its due requests wait for a fix.
-            for &i in kacrs {
-                if let Outcome::Due(app, due_at) = outcomes[i] {
-                    outcomes[i] = Outcome::Held(app, due_at);
-                }
-            }
+            hold(&mut outcomes, kacrs);
             continue;
         }
         let pairs: Vec<(&str, &str)> = listed
@@ -331,15 +367,6 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
             })
             .collect();
         let version = app_version(&pairs);
-        let existing = child_apps
-            .iter()
-            .find(|a| a.metadata.name == *app_name)
-            .or_else(|| {
-                related_apps
-                    .iter()
-                    .find(|a| a.metadata.name == *app_name && is_generated(a))
-            })
-            .copied();
         let app = match existing {
             Some(app) => updated_app(app, &pairs, app_name, version, namespace),
             None => created_app(
@@ -485,7 +512,7 @@ fn created_app<'r>(
 
 /// §4.4: the existing app with its workload list brought up to date, order kept.
 fn updated_app<'r>(
-    app: &'r KeptnObject<'r>,
+    app: &'r KeptnApp<'r>,
     workloads: &[(&'r str, &'r str)],
     app_name: &str,
     version: String,
@@ -525,7 +552,7 @@ fn updated_app<'r>(
 /// Step 0 failed: every observed child back unchanged, nothing pending, no resync.
 fn invalid_spec<'r>(
     requests: &[&'r KeptnObject<'r>],
-    apps: &[&'r KeptnObject<'r>],
+    apps: &[&'r KeptnApp<'r>],
     namespace: &'r str,
     ready: Condition,
 ) -> SyncResponse<'r> {

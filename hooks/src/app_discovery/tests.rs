@@ -451,6 +451,77 @@ fn rule_4_2_workload_without_version_holds_its_app() {
     );
 }
 
+/// A generated app that is no child because another object controls it (a second AppDiscovery
+/// of the namespace, which the spec does not expect, §2) cannot be written: Metacontroller's
+/// create of it meets `AlreadyExists` and is swallowed. Its due requests are kept, pending and
+/// reported, and the app is not emitted, where the literal §4.2 item 5 would have emitted an
+/// update that never lands and left the requests out (docs/DECISIONS.md, app-discovery). An
+/// app this parent controls, or one no object controls, is updated as before.
+#[test]
+fn an_app_another_object_controls_holds_its_requests() {
+    let controlled_by = |uid: &str, controller: Value| {
+        let mut a = app(
+            "shop",
+            Some("keptn"),
+            json!({"version": "1", "workloads": [{"name": "a", "version": "1"}]}),
+        );
+        a["metadata"]["ownerReferences"] = json!([
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "not-it", "uid": "c"},
+            {"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery", "name": "other",
+             "uid": uid, "controller": controller, "blockOwnerDeletion": true}]);
+        a
+    };
+    let run_with = |related: Value, child: Option<Value>| {
+        let body = request(
+            spec(),
+            vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", false)],
+            child.into_iter().collect(),
+            vec![workload("shop-a", "shop", Some("2"))],
+            vec![related],
+        );
+        let mut body: Value = serde_json::from_slice(&body).unwrap();
+        body["parent"]["metadata"]["uid"] = json!("p");
+        run(&serde_json::to_vec(&body).unwrap())
+    };
+
+    let resp = run_with(controlled_by("q", json!(true)), None);
+    assert!(child(&resp, "KeptnApp", "shop").is_none(), "{resp}");
+    assert!(child(&resp, "KeptnAppCreationRequest", "k").is_some());
+    assert_eq!(resp["status"]["apps"], json!({}));
+    assert_eq!(
+        resp["status"]["pendingRequests"],
+        json!([{"name": "k", "appName": "shop", "dueAt": "2026-06-01T11:00:30Z"}])
+    );
+    assert!(resp.get("resyncAfterSeconds").is_none());
+    assert_eq!(
+        resp["status"]["conditions"][0]["reason"],
+        "MalformedObjects"
+    );
+    assert_eq!(
+        resp["status"]["conditions"][0]["message"],
+        "KeptnApp shop: controlled by AppDiscovery other, so this AppDiscovery cannot update it"
+    );
+
+    // Controlled by this parent (a child the caches have not given yet), by no one (an owner
+    // that is not the controller), or a child whatever its references say: updated.
+    for (related, as_child) in [
+        (controlled_by("p", json!(true)), false),
+        (controlled_by("q", json!(false)), false),
+        (controlled_by("q", Value::Null), false),
+        (controlled_by("q", json!(true)), true),
+    ] {
+        let child_app = as_child.then(|| related.clone());
+        let resp = run_with(related, child_app);
+        assert_eq!(
+            child(&resp, "KeptnApp", "shop").unwrap()["spec"]["version"],
+            "2",
+            "{resp}"
+        );
+        assert!(child(&resp, "KeptnAppCreationRequest", "k").is_none());
+        assert_eq!(resp["status"]["conditions"][0]["reason"], "Synced");
+    }
+}
+
 /// §5: a workload without `spec.app` belongs to no app and is not reported. One whose `spec.app`
 /// is there but not a string could be any app's: it holds every due app and is named, and says
 /// nothing while no app is due (docs/DECISIONS.md).

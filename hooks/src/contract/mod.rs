@@ -25,8 +25,9 @@ pub use customize::{CustomizeRequest, CustomizeResponse, LabelSelector, RelatedR
 pub use decorator::{DecoratorRequest, DecoratorResponse};
 pub(crate) use map_only::{map_only, MapOnly};
 pub use object::{
-    lenient_string, named, null_as_default, parent_namespace, without, Lenient, MetaOut, NameMeta,
-    Named, Object, ObjectMeta, RawJson, RawString, Strings, Text,
+    lenient_string, named, null_as_default, parent_namespace, without, ControllerRef, Lenient,
+    MetaOut, NameMeta, Named, Object, ObjectMeta, OwnerReference, RawJson, RawString, Strings,
+    Text,
 };
 pub(crate) use object_map::{object_maps, other_type};
 pub use object_map::{ObjectMap, Objects};

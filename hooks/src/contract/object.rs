@@ -31,10 +31,12 @@ pub struct Object<'a, Spec = IgnoredAny, Status = IgnoredAny, Meta = ObjectMeta<
 }
 
 /// `metadata` as the hooks read it, its strings borrowed from the request. Absent and `null`
-/// maps are empty.
+/// maps are empty. Of `ownerReferences` a hook reads what `Owners` decodes ([`ControllerRef`]);
+/// by default they are skipped unread.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(remote = "Self", rename_all = "camelCase")]
-pub struct ObjectMeta<'a> {
+#[serde(bound(deserialize = "'de: 'a, Owners: Deserialize<'de> + Default"))]
+pub struct ObjectMeta<'a, Owners = IgnoredAny> {
     #[serde(default, borrow)]
     pub name: Text<'a>,
     /// Absent for cluster-scoped objects; hooks treat an absent namespace as the parent's.
@@ -55,6 +57,38 @@ pub struct ObjectMeta<'a> {
     /// Set while the object is being deleted.
     #[serde(default)]
     pub deletion_timestamp: Option<IgnoredAny>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub owner_references: Owners,
+}
+
+/// Of an object's `ownerReferences`, the one with `controller: true`, if any: the object that
+/// controls it. Metacontroller adopts only objects that no other object controls, so a child
+/// that another object controls is not one a hook can write (its create meets `AlreadyExists`,
+/// which Metacontroller swallows).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ControllerRef<'a>(pub Option<OwnerReference<'a>>);
+
+/// One entry of `ownerReferences`: what names the owner, and whether it is the controller.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(remote = "Self")]
+pub struct OwnerReference<'a> {
+    #[serde(default, borrow)]
+    pub kind: Text<'a>,
+    #[serde(default, borrow)]
+    pub name: Text<'a>,
+    #[serde(default, borrow)]
+    pub uid: Text<'a>,
+    #[serde(default)]
+    pub controller: Option<bool>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ControllerRef<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let references = Vec::<OwnerReference<'a>>::deserialize(d)?;
+        Ok(ControllerRef(
+            references.into_iter().find(|r| r.controller == Some(true)),
+        ))
+    }
 }
 
 /// `metadata` of an object whose name and namespace are all a hook reads of it: its labels,
@@ -72,7 +106,8 @@ map_only! {
     impl['de, 'a, Spec, Status, Meta] Object<'a, Spec, Status, Meta> where ['de: 'a,
         Spec: Deserialize<'de> + Default, Status: Deserialize<'de> + Default,
         Meta: Deserialize<'de> + Default];
-    impl['de, 'a] ObjectMeta<'a> where ['de: 'a];
+    impl['de, 'a, Owners] ObjectMeta<'a, Owners> where ['de: 'a, Owners: Deserialize<'de> + Default];
+    impl['de, 'a] OwnerReference<'a> where ['de: 'a];
     impl['de, 'a] NameMeta<'a> where ['de: 'a];
 }
 
@@ -85,7 +120,7 @@ pub trait Named {
     fn name(&self) -> Option<&str>;
 }
 
-impl<Spec, Status> Named for Object<'_, Spec, Status, ObjectMeta<'_>> {
+impl<Spec, Status, Owners> Named for Object<'_, Spec, Status, ObjectMeta<'_, Owners>> {
     fn name(&self) -> Option<&str> {
         Some(&self.metadata.name)
     }
@@ -139,8 +174,8 @@ fn is_empty(map: &Strings) -> bool {
 impl<'a> MetaOut<'a> {
     /// An observed object's name, namespace (`namespace` when it has none), labels and
     /// annotations but those `dropped` names.
-    pub fn observed(
-        meta: &'a ObjectMeta<'a>,
+    pub fn observed<Owners>(
+        meta: &'a ObjectMeta<'a, Owners>,
         namespace: &'a str,
         dropped: impl Fn(&str) -> bool,
     ) -> Self {
@@ -285,7 +320,7 @@ impl NameMeta<'_> {
     }
 }
 
-impl ObjectMeta<'_> {
+impl<Owners> ObjectMeta<'_, Owners> {
     /// The object's namespace, or `default_ns` when it has none.
     pub fn namespace_or<'a>(&'a self, default_ns: &'a str) -> &'a str {
         namespace_or(&self.namespace, default_ns)
