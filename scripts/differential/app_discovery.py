@@ -122,6 +122,19 @@ def sync(request, now):
             waits.append(min(max(1, math.ceil(due_at - now)), MAX_RESYNC))
     emitted_apps = {n: rebuilt(a, namespace) for n, a in child_apps.items()}
     for app in sorted(due, key=str.encode):
+        existing = child_apps.get(app)
+        if existing is None and app in related_apps and managed(related_apps[app]):
+            existing = related_apps[app]
+            controller = next((o for o in existing["metadata"].get("ownerReferences") or []
+                               if o.get("controller") is True), None)
+            if controller is not None and controller["uid"] != parent["metadata"].get("uid"):
+                # Another object controls it: Metacontroller could not write it (DECISIONS).
+                TALLY["app-discovery sync: an app another object controls"] += 1
+                malformed.add(f"KeptnApp {app}")
+                for r, due_at in due[app]:
+                    kept.append(r)
+                    pending.append((r["metadata"]["name"], app, due_at))
+                continue
         mine = sorted((w for w in workloads if (w.get("spec") or {}).get("app") == app),
                       key=lambda w: w["metadata"]["name"].encode())
         versionless = [w for w in mine if not isinstance((w.get("spec") or {}).get("version"), str)]
@@ -134,9 +147,6 @@ def sync(request, now):
             continue
         version = app_version(mine)
         entries = [(short_name(w["metadata"]["name"], app), w["spec"]["version"]) for w in mine]
-        existing = child_apps.get(app)
-        if existing is None and app in related_apps and managed(related_apps[app]):
-            existing = related_apps[app]
         if existing is None:
             TALLY["app-discovery sync: an app created"] += 1
             first = due[app][0][0]
@@ -252,8 +262,17 @@ def random_request(rng, now):
                           "annotations": {"metacontroller.k8s.io/x": "y", "keep": "me"}},
              "spec": app_spec, "status": {"x": 1}}
         key = app if rng.random() < 0.5 else f"{namespace}/{app}"
+        owner = {"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery",
+                 "name": "discovery", "uid": "p", "controller": True}
         if r < 0.85 and rng.random() < 0.7:
+            o["metadata"]["ownerReferences"] = [owner]
             child_apps[key] = o
+        else:
+            # Not adopted: no owner, another AppDiscovery controls it, or this one does and the
+            # children have not caught up; an owner that is not the controller changes nothing.
+            other = dict(owner, name="other", uid="q")
+            o["metadata"]["ownerReferences"] = rng.choice(
+                [[], [other], [owner], [dict(other, controller=False)]])
         related_apps[key] = o
     workloads = {}
     for _ in range(rng.randint(0, 6)):
