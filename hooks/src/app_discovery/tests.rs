@@ -520,6 +520,38 @@ fn an_app_another_object_controls_holds_its_requests() {
         assert!(child(&resp, "KeptnAppCreationRequest", "k").is_none());
         assert_eq!(resp["status"]["conditions"][0]["reason"], "Synced");
     }
+
+    // Through the server's memos: a request that differs from the kept one only in the app's
+    // controlling owner (the other AppDiscovery gone with `--cascade=orphan`) is answered anew.
+    let ctx = HookContext {
+        now: NOW,
+        rng: &ring::rand::SystemRandom::new(),
+        memo: &Default::default(),
+    };
+    let body_of = |uid: &str| {
+        let body = request(
+            spec(),
+            vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", false)],
+            vec![],
+            vec![workload("shop-a", "shop", Some("2"))],
+            vec![controlled_by(uid, json!(true))],
+        );
+        let mut body: Value = serde_json::from_slice(&body).unwrap();
+        body["parent"]["metadata"]["uid"] = json!("p");
+        serde_json::to_vec(&body).unwrap()
+    };
+    let answer = |body: &[u8]| -> Value {
+        serde_json::from_slice(&super::sync_hook(body, &ctx).unwrap().body).unwrap()
+    };
+    for _ in 0..2 {
+        let held = answer(&body_of("q"));
+        assert!(child(&held, "KeptnApp", "shop").is_none(), "{held}");
+    }
+    let adopted = answer(&body_of("p"));
+    assert_eq!(
+        child(&adopted, "KeptnApp", "shop").unwrap()["spec"]["version"],
+        "2"
+    );
 }
 
 /// §5: a workload without `spec.app` belongs to no app and is not reported. One whose `spec.app`

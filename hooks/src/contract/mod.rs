@@ -369,6 +369,39 @@ mod tests {
     }
 
     #[test]
+    fn metadata_gives_the_controlling_owner_when_asked_and_skips_owners_otherwise() {
+        type Owned<'a> = ObjectMeta<'a, ControllerRef<'a>>;
+        let body = br#"{"name": "shop", "ownerReferences": [
+            {"kind": "ConfigMap", "name": "c", "uid": "1"},
+            {"kind": "AppDiscovery", "name": "d", "uid": "2", "controller": false},
+            {"kind": "AppDiscovery", "name": "e", "uid": "3", "controller": true},
+            {"kind": "AppDiscovery", "name": "f", "uid": "4", "controller": true}]}"#;
+        let meta: Owned = decode(body).unwrap();
+        let owner = meta.owner_references.0.unwrap();
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str()),
+            ("AppDiscovery", "e")
+        );
+        assert_eq!(owner.uid, "3");
+        for none in [
+            &br#"{"ownerReferences": null}"#[..],
+            br#"{"ownerReferences": []}"#,
+            br#"{}"#,
+            br#"{"ownerReferences": [{"uid": "1", "controller": null}]}"#,
+        ] {
+            let meta: Owned = decode(none).unwrap();
+            assert_eq!(meta.owner_references, ControllerRef(None));
+        }
+        let e = decode::<Owned>(br#"{"ownerReferences": {"uid": "1"}}"#).unwrap_err();
+        assert_eq!(e.path, "ownerReferences");
+        let e = decode::<Owned>(br#"{"ownerReferences": [{"uid": 1}]}"#).unwrap_err();
+        assert_eq!(e.path, "ownerReferences[0].uid");
+        // Unread by default, whatever they hold.
+        let meta: ObjectMeta = decode(br#"{"name": "x", "ownerReferences": 5}"#).unwrap();
+        assert_eq!(meta.name, "x");
+    }
+
+    #[test]
     fn decode_reads_utf8_bodies_as_text_and_other_bodies_as_bytes() {
         use std::borrow::Cow;
         // UTF-8 throughout: read as text, strings still borrowed.

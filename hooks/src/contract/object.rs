@@ -84,10 +84,23 @@ pub struct OwnerReference<'a> {
 
 impl<'de: 'a, 'a> Deserialize<'de> for ControllerRef<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let references = Vec::<OwnerReference<'a>>::deserialize(d)?;
-        Ok(ControllerRef(
-            references.into_iter().find(|r| r.controller == Some(true)),
-        ))
+        struct ControllerVisitor<'a>(std::marker::PhantomData<ControllerRef<'a>>);
+        impl<'de: 'a, 'a> Visitor<'de> for ControllerVisitor<'a> {
+            type Value = ControllerRef<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of owner references")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut controller = None;
+                while let Some(owner) = seq.next_element::<OwnerReference<'a>>()? {
+                    if controller.is_none() && owner.controller == Some(true) {
+                        controller = Some(owner);
+                    }
+                }
+                Ok(ControllerRef(controller))
+            }
+        }
+        d.deserialize_seq(ControllerVisitor(std::marker::PhantomData))
     }
 }
 
