@@ -554,3 +554,33 @@ fn a_second_app_discovery_in_the_namespace_reports_an_app_it_cannot_update() {
     assert!(sim.get("KeptnAppCreationRequest", NS, "nginx").is_none());
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
+
+/// An AppDiscovery made again under its old name after a delete with `--cascade=orphan`
+/// (metahooks removed and installed again) adopts the apps the first one made by its selector,
+/// with no step, and the next rollout updates them (README, "Removing metahooks").
+#[test]
+fn an_app_discovery_made_again_adopts_the_apps_it_made() {
+    let mut sim = sim();
+    workload(&mut sim, "nginx", "nginx", "1.25.3");
+    request(&mut sim, "nginx", "nginx", true);
+    sim.run_until_quiet();
+    let first = app(&sim, "nginx").unwrap();
+    sim.delete_orphaning("AppDiscovery", NS, "discovery")
+        .unwrap();
+    sim.run_until_quiet();
+    sim.apply(&json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery", "metadata": {"name": "discovery", "namespace": NS}}).to_string())
+        .unwrap();
+    sim.run_until_quiet();
+    let uid = sim.get("AppDiscovery", NS, "discovery").unwrap()["metadata"]["uid"].clone();
+    let adopted = app(&sim, "nginx").unwrap();
+    assert_eq!(adopted["metadata"]["ownerReferences"][0]["uid"], uid);
+    assert_eq!(adopted["spec"], first["spec"]);
+
+    workload(&mut sim, "nginx", "nginx", "1.25.4");
+    request(&mut sim, "nginx", "nginx", true);
+    sim.run_until_quiet();
+    let updated = app(&sim, "nginx").unwrap();
+    assert_eq!(updated["spec"]["version"], "1.25.4");
+    assert_eq!(updated["metadata"]["uid"], first["metadata"]["uid"]);
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}

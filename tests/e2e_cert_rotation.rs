@@ -610,6 +610,71 @@ fn removing_metahooks_keeps_the_certificates_the_mesh_uses() {
     assert_eq!(made(&sim), [None, None, None], "a plain delete takes them");
 }
 
+/// A manager made again under its old name after a delete with `--cascade=orphan` (metahooks
+/// removed and installed again): Metacontroller does not adopt what the first one made, whose
+/// `controller-uid` label names the first one's uid. The old leaf Secrets freeze the new manager
+/// (`SecretConflict`), and its trust bundle, which it cannot see, would never be written (the
+/// create meets `AlreadyExists`). Labelled with the new uid, as the README says, all of it is
+/// adopted: the leaves are kept as they were, and the next rotation step reaches the bundle.
+#[test]
+fn a_manager_made_again_takes_back_what_it_made_once_relabelled() {
+    let made = |sim: &Sim| {
+        let mut objects: Vec<_> = LEAF_SECRETS
+            .map(|n| sim.get("Secret", NS, n).unwrap().clone())
+            .into();
+        objects.push(sim.get("ConfigMap", NS, "osm-ca-bundle").unwrap().clone());
+        objects
+    };
+    let mut sim = sim();
+    set_role(&mut sim, "mrc-a", Some("active")).unwrap();
+    let manager = sim.get("CertificateManager", NS, "mesh").unwrap().clone();
+    let before = made(&sim);
+    sim.delete_orphaning("CertificateManager", NS, "mesh")
+        .unwrap();
+    sim.run_until_quiet();
+
+    let again = json!({"apiVersion": manager["apiVersion"], "kind": manager["kind"],
+        "metadata": {"name": "mesh", "namespace": NS}, "spec": manager["spec"]});
+    sim.apply(&again.to_string()).unwrap();
+    sim.run_until_quiet();
+    let ready = first_condition(&sim, "CertificateManager", "mesh");
+    assert_eq!(ready["reason"], "SecretConflict", "{ready}");
+    for object in made(&sim) {
+        assert_eq!(
+            object["metadata"]["ownerReferences"],
+            json!([]),
+            "not adopted"
+        );
+    }
+
+    let uid = sim.get("CertificateManager", NS, "mesh").unwrap()["metadata"]["uid"].clone();
+    assert_ne!(uid, manager["metadata"]["uid"]);
+    for mut object in made(&sim) {
+        object["metadata"]["labels"]["controller-uid"] = uid.clone();
+        sim.apply(&object.to_string()).unwrap();
+    }
+    sim.run_until_quiet();
+    let ready = first_condition(&sim, "CertificateManager", "mesh");
+    assert_eq!(ready["reason"], "IssuersReady", "{ready}");
+    for (object, was) in made(&sim).into_iter().zip(before) {
+        assert_eq!(object["metadata"]["ownerReferences"][0]["uid"], uid);
+        assert_eq!(object["data"], was["data"], "kept as it was");
+    }
+    set_role(&mut sim, "mrc-b", Some("passive")).unwrap();
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-b".into()));
+    let bundle = sim.get("ConfigMap", NS, "osm-ca-bundle").unwrap()["data"]["ca.crt"].clone();
+    assert_eq!(
+        bundle
+            .as_str()
+            .unwrap()
+            .matches("BEGIN CERTIFICATE")
+            .count(),
+        2,
+        "both CAs in the bundle"
+    );
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
 /// Creates an MRC that writes SPIFFE IDs into the leaves it signs, with `trust_domain`.
 fn create_spiffe_mrc(sim: &mut Sim, name: &str, role: &str, trust_domain: &str) {
     let mut m = new_mrc(name);

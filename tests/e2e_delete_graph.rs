@@ -493,6 +493,51 @@ fn removing_metahooks_orphaning_a_set_keeps_its_pods() {
     assert!(order.borrow().is_empty());
 }
 
+/// A set made again under its old name after a delete with `--cascade=orphan` (metahooks removed
+/// and installed again): Metacontroller does not adopt the Pods the first one made, whose
+/// `controller-uid` label names the first one's uid, so the new set sees none of them and waits
+/// for its first workload, whose Pod it cannot create (the create meets `AlreadyExists`).
+/// Labelled with the new uid, as the README says, the Pods are adopted as they run.
+#[test]
+fn a_set_made_again_takes_back_its_pods_once_relabelled() {
+    let (mut sim, order) = sim();
+    start_chain(&mut sim);
+    let pods = |sim: &Sim| {
+        let mut pods: Vec<Value> = sim.list("Pod", NS).into_iter().cloned().collect();
+        pods.sort_by_key(|p| p["metadata"]["name"].as_str().unwrap().to_owned());
+        pods
+    };
+    let before = pods(&sim);
+    sim.delete_orphaning("WorkloadSet", NS, "shop").unwrap();
+    sim.run_until_quiet();
+    sim.apply(&set(chain())).unwrap();
+    sim.run_until_quiet();
+    assert_eq!(status(&sim, "database").0, "Pending");
+    assert_eq!(status(&sim, "frontend").0, "Pending");
+    for pod in pods(&sim) {
+        assert_eq!(pod["metadata"]["ownerReferences"], json!([]), "not adopted");
+    }
+
+    let uid = sim.get("WorkloadSet", NS, "shop").unwrap()["metadata"]["uid"].clone();
+    for mut pod in pods(&sim) {
+        pod["metadata"]["labels"]["controller-uid"] = uid.clone();
+        sim.apply(&pod.to_string()).unwrap();
+    }
+    sim.run_until_quiet();
+    for w in ["database", "backend", "frontend"] {
+        assert_eq!(status(&sim, w).0, "Running", "{w}");
+    }
+    for (pod, was) in pods(&sim).iter().zip(&before) {
+        assert_eq!(
+            pod["metadata"]["uid"], was["metadata"]["uid"],
+            "the same Pod"
+        );
+        assert_eq!(pod["metadata"]["ownerReferences"][0]["uid"], uid);
+    }
+    assert!(order.borrow().is_empty(), "no Pod deleted");
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
 /// Metacontroller builds each request from its informer caches, which can be behind the API
 /// server (DECISIONS, delete-graph). A dependent seen late holds its dependency back: here the
 /// backend has stopped and gone while the caches still see it running, so the database stays
