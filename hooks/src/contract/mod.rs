@@ -394,6 +394,11 @@ mod tests {
         }
         let e = decode::<Owned>(br#"{"ownerReferences": {"uid": "1"}}"#).unwrap_err();
         assert_eq!(e.path, "ownerReferences");
+        assert!(
+            e.message.contains("expected a list of owner references"),
+            "{}",
+            e.message
+        );
         let e = decode::<Owned>(br#"{"ownerReferences": [{"uid": 1}]}"#).unwrap_err();
         assert_eq!(e.path, "ownerReferences[0].uid");
         // Unread by default, whatever they hold.
