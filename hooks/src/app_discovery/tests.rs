@@ -471,7 +471,8 @@ fn an_app_another_object_controls_holds_its_requests() {
              "uid": uid, "controller": controller, "blockOwnerDeletion": true}]);
         a
     };
-    let run_with = |related: Value, child: Option<Value>| {
+    // A due request for `related`, also a child when `child` is given; the parent's uid is `p`.
+    let body_with = |related: Value, child: Option<Value>| {
         let body = request(
             spec(),
             vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", false)],
@@ -481,8 +482,9 @@ fn an_app_another_object_controls_holds_its_requests() {
         );
         let mut body: Value = serde_json::from_slice(&body).unwrap();
         body["parent"]["metadata"]["uid"] = json!("p");
-        run(&serde_json::to_vec(&body).unwrap())
+        serde_json::to_vec(&body).unwrap()
     };
+    let run_with = |related: Value, child: Option<Value>| run(&body_with(related, child));
 
     let resp = run_with(controlled_by("q", json!(true)), None);
     assert!(child(&resp, "KeptnApp", "shop").is_none(), "{resp}");
@@ -528,18 +530,7 @@ fn an_app_another_object_controls_holds_its_requests() {
         rng: &ring::rand::SystemRandom::new(),
         memo: &Default::default(),
     };
-    let body_of = |uid: &str| {
-        let body = request(
-            spec(),
-            vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", false)],
-            vec![],
-            vec![workload("shop-a", "shop", Some("2"))],
-            vec![controlled_by(uid, json!(true))],
-        );
-        let mut body: Value = serde_json::from_slice(&body).unwrap();
-        body["parent"]["metadata"]["uid"] = json!("p");
-        serde_json::to_vec(&body).unwrap()
-    };
+    let body_of = |uid: &str| body_with(controlled_by(uid, json!(true)), None);
     let answer = |body: &[u8]| -> Value {
         serde_json::from_slice(&super::sync_hook(body, &ctx).unwrap().body).unwrap()
     };
