@@ -584,3 +584,53 @@ fn an_app_discovery_made_again_adopts_the_apps_it_made() {
     assert_eq!(updated["metadata"]["uid"], first["metadata"]["uid"]);
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
+
+/// An AppDiscovery whose selector does not select the apps it makes: a KeptnApp is made with
+/// the selector's `matchLabels` and `app.kubernetes.io/managed-by: keptn` (§4.3), and a
+/// `matchExpressions` entry asking for another label leaves it out. Metacontroller fails every
+/// sync that would create one (`labels on desired child ... don't match parent selector`) and
+/// writes no status, so nothing said why. The spec is now `InvalidSpec`, naming the entry, and
+/// nothing changes until it is mended; with the label in `matchLabels` the app is made.
+#[test]
+fn a_selector_that_would_not_select_the_apps_it_makes_is_an_invalid_spec() {
+    let mut sim = Sim::with_manifests(&["keptn-crds", "app-discovery"]);
+    let discovery = |selector: serde_json::Value| {
+        json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery",
+            "metadata": {"name": "discovery", "namespace": NS}, "spec": {"selector": selector}})
+        .to_string()
+    };
+    sim.apply(&discovery(
+        json!({"matchLabels": {"app.kubernetes.io/managed-by": "keptn"},
+        "matchExpressions": [{"key": "team", "operator": "In", "values": ["shop"]}]}),
+    ))
+    .unwrap();
+    sim.run_until_quiet();
+    workload(&mut sim, "nginx", "nginx", "1.25.3");
+    sim.apply(
+        &json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnAppCreationRequest",
+        "metadata": {"name": "nginx", "namespace": NS, "labels": {"team": "shop"},
+            "annotations": {"keptn.sh/app-type": "single-service"}}, "spec": {"appName": "nginx"}})
+        .to_string(),
+    )
+    .unwrap();
+    sim.run_until_quiet();
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+    assert!(app(&sim, "nginx").is_none());
+    assert!(sim.get("KeptnAppCreationRequest", NS, "nginx").is_some());
+    let ready = &sim.get("AppDiscovery", NS, "discovery").unwrap()["status"]["conditions"][0];
+    assert_eq!(ready["reason"], "InvalidSpec", "{ready}");
+    assert_eq!(
+        ready["message"],
+        "spec.selector.matchExpressions[0] does not select the KeptnApps this AppDiscovery makes, \
+         which carry the labels of spec.selector.matchLabels and app.kubernetes.io/managed-by: keptn"
+    );
+
+    sim.apply(&discovery(
+        json!({"matchLabels": {"app.kubernetes.io/managed-by": "keptn", "team": "shop"}}),
+    ))
+    .unwrap();
+    sim.run_until_quiet();
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+    let made = app(&sim, "nginx").expect("made");
+    assert_eq!(made["metadata"]["labels"]["team"], "shop");
+}

@@ -1,6 +1,7 @@
 //! app-discovery: Keptn's automatic application discovery as Metacontroller hooks
 //! (../shared/spec/app-discovery.md).
 
+mod selector;
 pub mod sync;
 pub mod version;
 

@@ -1,6 +1,7 @@
 //! `/app-discovery/sync` (app-discovery.md §4-§5): requests wait out the discovery window, then
 //! the KeptnApp is created or updated from the namespace's workloads and the request is dropped.
 
+use super::selector::Selector;
 use super::version::{app_version, derived_traceparent, short_name};
 use crate::contract::{
     map_only, object_maps, without, CompositeRequest, CompositeResponse, ControllerRef, Lenient,
@@ -182,22 +183,41 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
     let mut child_apps: Vec<&KeptnApp> = req.children.apps.iter().map(Arc::as_ref).collect();
     child_apps.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
 
-    // Step 0: the discovery window.
+    // Step 0: the discovery window, and a selector that selects the apps this parent makes
+    // (docs/DECISIONS.md, app-discovery).
     let timeout = match &parent.spec.timeout_seconds {
-        Json::Null => Some(DEFAULT_TIMEOUT),
-        Json::Number(n) => n.as_u64(),
-        _ => None,
-    };
-    let Some(timeout) = timeout else {
-        let ready = previous.condition(
-            "Ready",
-            false,
-            "InvalidSpec",
-            "spec.timeoutSeconds must be a non-negative integer",
-            generation,
-            now,
-        );
-        return invalid_spec(&requests, &child_apps, namespace, ready);
+        Json::Null => Ok(DEFAULT_TIMEOUT),
+        Json::Number(n) => n.as_u64().ok_or(()),
+        _ => Err(()),
+    }
+    .map_err(|()| "spec.timeoutSeconds must be a non-negative integer".to_owned());
+    let selector = Selector::parse(&parent.spec.selector).and_then(|selector| {
+        let made = selector.made_labels(MANAGED_BY);
+        match selector.miss(&made) {
+            None => Ok((selector, made)),
+            Some(miss) => Err(format!(
+                "{miss} does not select the KeptnApps this AppDiscovery makes, which carry the \
+                 labels of spec.selector.matchLabels and {MANAGED_BY}: keptn"
+            )),
+        }
+    });
+    let (timeout, (selector, made_labels)) = match (timeout, selector) {
+        (Ok(timeout), Ok(selector)) => (timeout, selector),
+        (timeout, selector) => {
+            let problems: Vec<String> = [timeout.err(), selector.err()]
+                .into_iter()
+                .flatten()
+                .collect();
+            let ready = previous.condition(
+                "Ready",
+                false,
+                "InvalidSpec",
+                problems.join("; "),
+                generation,
+                now,
+            );
+            return invalid_spec(&requests, &child_apps, namespace, ready);
+        }
     };
 
     let related_apps: Vec<&KeptnApp> = req
@@ -322,16 +342,23 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
             })
             .copied();
         // A generated app that is no child of this parent because another object controls it
-        // (another AppDiscovery of the namespace): Metacontroller could not write it, so the
-        // requests wait, reported, until this parent adopts the app.
-        if let Some(owner) = existing
-            .filter(|_| child.is_none())
-            .and_then(|a| a.metadata.owner_references.0.as_ref())
-            .filter(|owner| Some(&owner.uid) != parent.metadata.uid.as_ref())
-        {
+        // (another AppDiscovery of the namespace), or because its labels do not match the
+        // selector: Metacontroller could not write it, so the requests wait, reported, until
+        // this parent adopts the app.
+        let unwritable = existing.filter(|_| child.is_none()).and_then(|app| {
+            let meta = &app.metadata;
+            match meta.owner_references.0.as_ref() {
+                Some(owner) if Some(&owner.uid) != parent.metadata.uid.as_ref() => {
+                    Some(format!("controlled by {} {}", owner.kind, owner.name))
+                }
+                _ => selector
+                    .miss(&meta.labels)
+                    .map(|miss| format!("its labels do not match {miss}")),
+            }
+        });
+        if let Some(why) = unwritable {
             problems.push(format!(
-                "KeptnApp {app_name}: controlled by {} {}, so this AppDiscovery cannot update it",
-                owner.kind, owner.name
+                "KeptnApp {app_name}: {why}, so this AppDiscovery cannot update it"
             ));
             hold(&mut outcomes, kacrs);
             continue;
@@ -375,7 +402,7 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
                 app_name,
                 version,
                 namespace,
-                &parent.spec.selector,
+                made_labels.clone(),
             ),
         };
         apps_out.insert((*app_name).to_owned(), app);
@@ -477,18 +504,8 @@ fn created_app<'r>(
     app_name: &'r str,
     version: String,
     namespace: &'r str,
-    selector: &'r Json<'r>,
+    labels: Strings<'r>,
 ) -> Child<'r> {
-    let mut labels: Strings = selector
-        .get("matchLabels")
-        .and_then(Json::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((Text::from(k), Text::from(v.as_str()?))))
-                .collect()
-        })
-        .unwrap_or_default();
-    labels.insert(MANAGED_BY.into(), "keptn".into());
     let mut annotations = without(&kacr.metadata.annotations, is_metacontroller_key).into_owned();
     annotations
         .entry("traceparent".into())

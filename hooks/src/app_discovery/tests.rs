@@ -643,6 +643,112 @@ fn rule_4_1_step_0_invalid_timeout_keeps_everything() {
     }
 }
 
+/// Step 0 also reads the selector: one that would not select the apps the hook makes (§4.3:
+/// its `matchLabels` and `managed-by: keptn`), or that Metacontroller cannot read, would fail
+/// every sync that creates an app, with no status written. It is an invalid spec, kept as the
+/// invalid timeout is (docs/DECISIONS.md, app-discovery); both problems are named.
+#[test]
+fn step_0_a_selector_that_would_not_select_made_apps_keeps_everything() {
+    let existing = app(
+        "shop",
+        Some("keptn"),
+        json!({"version": "1", "workloads": [{"name": "a", "version": "1"}]}),
+    );
+    for (spec, message) in [
+        (
+            json!({"selector": {"matchLabels": {"app.kubernetes.io/managed-by": "helm"}}}),
+            "spec.selector.matchLabels.app.kubernetes.io/managed-by does not select the KeptnApps \
+             this AppDiscovery makes, which carry the labels of spec.selector.matchLabels and \
+             app.kubernetes.io/managed-by: keptn",
+        ),
+        (
+            json!({"selector": {"matchExpressions": [{"key": "team", "operator": "Exists"}]},
+                   "timeoutSeconds": -1}),
+            "spec.timeoutSeconds must be a non-negative integer; spec.selector.matchExpressions[0] \
+             does not select the KeptnApps this AppDiscovery makes, which carry the labels of \
+             spec.selector.matchLabels and app.kubernetes.io/managed-by: keptn",
+        ),
+        (
+            json!({"selector": {"matchExpressions": [{"key": "team", "operator": "Has"}]}}),
+            "spec.selector.matchExpressions[0].operator must be In, NotIn, Exists or DoesNotExist",
+        ),
+    ] {
+        let body = request(
+            spec,
+            vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", true)],
+            vec![existing.clone()],
+            vec![workload("shop-a", "shop", Some("2"))],
+            vec![],
+        );
+        let resp = run(&body);
+        assert_eq!(resp["children"].as_array().unwrap().len(), 2, "{resp}");
+        assert_eq!(
+            child(&resp, "KeptnApp", "shop").unwrap()["spec"]["version"],
+            "1"
+        );
+        assert_eq!(resp["status"]["pendingRequests"], json!([]));
+        assert_eq!(resp["status"]["conditions"][0]["reason"], "InvalidSpec");
+        assert_eq!(resp["status"]["conditions"][0]["message"], message);
+    }
+    // One that selects them: an expression the made labels meet.
+    let body = request(
+        json!({"selector": {"matchLabels": {"team": "a"}, "matchExpressions": [
+            {"key": "team", "operator": "In", "values": ["a"]},
+            {"key": "app.kubernetes.io/managed-by", "operator": "NotIn", "values": ["helm"]}]}}),
+        vec![kacr("k", json!("new"), "2026-06-01T11:00:00Z", true)],
+        vec![],
+        vec![workload("new", "new", Some("2"))],
+        vec![],
+    );
+    let resp = run(&body);
+    assert_eq!(
+        child(&resp, "KeptnApp", "new").unwrap()["metadata"]["labels"],
+        json!({"app.kubernetes.io/managed-by": "keptn", "team": "a"})
+    );
+}
+
+/// A generated app that no object controls but whose labels the selector does not match is not
+/// one Metacontroller adopts, and an update of it would fail the whole sync: its requests are
+/// held as for an app another object controls.
+#[test]
+fn an_app_the_selector_does_not_match_holds_its_requests() {
+    let keptns = app(
+        "shop",
+        Some("keptn"),
+        json!({"version": "1", "workloads": [{"name": "a", "version": "1"}]}),
+    );
+    let body = request(
+        json!({"selector": {"matchLabels": {"app.kubernetes.io/managed-by": "keptn", "team": "a"}}}),
+        vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", true)],
+        vec![],
+        vec![workload("shop-a", "shop", Some("2"))],
+        vec![keptns.clone()],
+    );
+    let resp = run(&body);
+    assert!(child(&resp, "KeptnApp", "shop").is_none(), "{resp}");
+    assert!(child(&resp, "KeptnAppCreationRequest", "k").is_some());
+    assert_eq!(
+        resp["status"]["conditions"][0]["message"],
+        "KeptnApp shop: its labels do not match spec.selector.matchLabels.team, so this \
+         AppDiscovery cannot update it"
+    );
+    // Labelled as the selector asks, it is updated (Metacontroller adopts it in that sync).
+    let mut labelled = keptns;
+    labelled["metadata"]["labels"]["team"] = json!("a");
+    let body = request(
+        json!({"selector": {"matchLabels": {"app.kubernetes.io/managed-by": "keptn", "team": "a"}}}),
+        vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", true)],
+        vec![],
+        vec![workload("shop-a", "shop", Some("2"))],
+        vec![labelled],
+    );
+    let resp = run(&body);
+    assert_eq!(
+        child(&resp, "KeptnApp", "shop").unwrap()["spec"]["version"],
+        "2"
+    );
+}
+
 #[test]
 fn rule_4_1_default_timeout_is_30_seconds() {
     let body = request(
