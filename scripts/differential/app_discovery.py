@@ -59,6 +59,40 @@ def rebuilt(o, namespace):
     return r
 
 
+def selector_of(selector):
+    """(matchLabels, expressions) of a label selector, or a problem text (DECISIONS)."""
+    if selector is None:
+        return {}, []
+    if not isinstance(selector, dict):
+        return "spec.selector"
+    labels = selector.get("matchLabels") or {}
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+        return "spec.selector.matchLabels"
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        return "spec.selector.matchExpressions"
+    for e in expressions:
+        values = e.get("values") or [] if isinstance(e, dict) else None
+        if (not isinstance(e, dict) or not isinstance(e.get("key"), str)
+                or not isinstance(values, list) or not all(isinstance(v, str) for v in values)
+                or e.get("operator") not in ("In", "NotIn", "Exists", "DoesNotExist")
+                or (e["operator"] in ("In", "NotIn")) != bool(values)):
+            return "spec.selector.matchExpressions"
+    return labels, expressions
+
+
+def selects(selector, labels):
+    match_labels, expressions = selector
+    if any(labels.get(k) != v for k, v in match_labels.items()):
+        return False
+    for e in expressions:
+        value, values = labels.get(e["key"]), e.get("values") or []
+        if not {"In": value in values, "NotIn": value not in values,
+                "Exists": value is not None, "DoesNotExist": value is None}[e["operator"]]:
+            return False
+    return True
+
+
 def managed(app):
     return (app["metadata"].get("labels") or {}).get(MANAGED_BY) == "keptn"
 
@@ -87,7 +121,10 @@ def sync(request, now):
     workloads = in_namespace(related.get("KeptnWorkload." + K), namespace)
     timeout = spec.get("timeoutSeconds")
     timeout = 30 if timeout is None else timeout
-    if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0:
+    selector = selector_of(spec.get("selector"))
+    made_labels = dict(selector[0], **{MANAGED_BY: "keptn"}) if isinstance(selector, tuple) else {}
+    if (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0
+            or not isinstance(selector, tuple) or not selects(selector, made_labels)):
         TALLY["app-discovery sync: InvalidSpec"] += 1
         apps = sorted(child_apps.values(), key=lambda o: o["metadata"]["name"].encode())
         emitted = [rebuilt(o, namespace) for o in requests + apps]
@@ -127,9 +164,12 @@ def sync(request, now):
             existing = related_apps[app]
             controller = next((o for o in existing["metadata"].get("ownerReferences") or []
                                if o.get("controller") is True), None)
-            if controller is not None and controller["uid"] != parent["metadata"].get("uid"):
-                # Another object controls it: Metacontroller could not write it (DECISIONS).
-                TALLY["app-discovery sync: an app another object controls"] += 1
+            foreign = controller is not None and controller["uid"] != parent["metadata"].get("uid")
+            if foreign or not selects(selector, existing["metadata"].get("labels") or {}):
+                # Another object controls it, or the selector does not match it: Metacontroller
+                # could not write it (DECISIONS).
+                TALLY["app-discovery sync: an app held, "
+                      + ("another object controls it" if foreign else "not selected")] += 1
                 malformed.add(f"KeptnApp {app}")
                 for r, due_at in due[app]:
                     kept.append(r)
@@ -150,8 +190,7 @@ def sync(request, now):
         if existing is None:
             TALLY["app-discovery sync: an app created"] += 1
             first = due[app][0][0]
-            labels = dict((spec.get("selector") or {}).get("matchLabels") or {})
-            labels[MANAGED_BY] = "keptn"
+            labels = dict(made_labels)
             annotations = without_ours(first["metadata"].get("annotations"))
             if "traceparent" not in annotations:
                 h = hashlib.sha256(f"{namespace}/{app}/{version}".encode()).hexdigest()
@@ -207,6 +246,22 @@ def random_request(rng, now):
         spec["timeoutSeconds"] = rng.choice([-1, 1.5, "30", None])
     if rng.random() < 0.2:
         spec["selector"]["matchLabels"]["team"] = "a"
+    r = rng.random()
+    if r < 0.15:
+        # Expressions the apps the hook makes meet or miss, and some Metacontroller cannot read.
+        spec["selector"]["matchExpressions"] = [rng.choice([
+            {"key": "team", "operator": "In", "values": ["a"]},
+            {"key": "team", "operator": "Exists"},
+            {"key": "stage", "operator": "NotIn", "values": ["test"]},
+            {"key": MANAGED_BY, "operator": "In", "values": ["keptn"]},
+            {"key": "legacy", "operator": "DoesNotExist", "values": None},
+            {"key": "team", "operator": "in", "values": ["a"]},
+            {"key": "team", "operator": "In", "values": []},
+            {"key": "team", "operator": "Exists", "values": ["a"]},
+            {"operator": "Exists"}])]
+    elif r < 0.2:
+        spec["selector"] = rng.choice([
+            None, "x", {}, {"matchLabels": {MANAGED_BY: "helm"}}, {"matchLabels": {"a": 1}}])
     parent = {"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery",
               "metadata": {"name": "discovery", "namespace": namespace, "generation": 4,
                            "uid": "p"},
@@ -248,6 +303,8 @@ def random_request(rng, now):
         if r < 0.5:
             continue
         labels = {MANAGED_BY: "keptn"} if r < 0.85 else rng.choice([{}, {MANAGED_BY: "klt"}])
+        if rng.random() < 0.5:
+            labels["team"] = "a"
         listed = [{"name": rng.choice(["api", "web", "db", "old"]), "version": "0"}
                   for _ in range(rng.randint(0, 3))]
         if rng.random() < 0.1:
