@@ -10,11 +10,18 @@ use sim::Sim;
 
 const NS: &str = "podtato";
 
+/// An AppDiscovery named `name` in the namespace, with `spec` (`{}`: the CRD's defaults, the
+/// selector managed-by=keptn and a 30 s window).
+fn discovery(name: &str, spec: Value) -> String {
+    json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery",
+        "metadata": {"name": name, "namespace": NS}, "spec": spec})
+    .to_string()
+}
+
 fn sim() -> Sim {
     let mut sim = Sim::with_manifests(&["keptn-crds", "app-discovery"]);
     // Defaults come from the CRD: selector managed-by=keptn, 30 s window.
-    sim.apply(&json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery", "metadata": {"name": "discovery", "namespace": NS}}).to_string())
-        .unwrap();
+    sim.apply(&discovery("discovery", json!({}))).unwrap();
     sim.run_until_quiet();
     sim
 }
@@ -443,8 +450,7 @@ fn an_entry_dropped_in_the_adopting_sync_goes_at_the_next_request() {
     keptns_podtato_head_app(&mut sim);
     workload(&mut sim, "podtato-head-entry", "podtato-head", "0.2.0");
     request(&mut sim, "podtato-head-2", "podtato-head", true);
-    sim.apply(&json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery", "metadata": {"name": "discovery", "namespace": NS}}).to_string())
-        .unwrap();
+    sim.apply(&discovery("discovery", json!({}))).unwrap();
     sim.run_until_quiet();
     let adopted = app(&sim, "podtato-head").unwrap();
     assert_eq!(adopted["spec"]["version"], "0.2.0", "one workload left");
@@ -521,8 +527,7 @@ fn a_second_app_discovery_in_the_namespace_reports_an_app_it_cannot_update() {
     assert_eq!(first["metadata"]["ownerReferences"][0]["name"], "discovery");
 
     // A second one whose name sorts first, so it syncs first and adopts the next request.
-    sim.apply(&json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery", "metadata": {"name": "a-discovery", "namespace": NS}}).to_string())
-        .unwrap();
+    sim.apply(&discovery("a-discovery", json!({}))).unwrap();
     sim.run_until_quiet();
     workload(&mut sim, "nginx", "nginx", "1.25.4");
     request(&mut sim, "nginx", "nginx", true);
@@ -568,8 +573,7 @@ fn an_app_discovery_made_again_adopts_the_apps_it_made() {
     sim.delete_orphaning("AppDiscovery", NS, "discovery")
         .unwrap();
     sim.run_until_quiet();
-    sim.apply(&json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery", "metadata": {"name": "discovery", "namespace": NS}}).to_string())
-        .unwrap();
+    sim.apply(&discovery("discovery", json!({}))).unwrap();
     sim.run_until_quiet();
     let uid = sim.get("AppDiscovery", NS, "discovery").unwrap()["metadata"]["uid"].clone();
     let adopted = app(&sim, "nginx").unwrap();
@@ -594,12 +598,8 @@ fn an_app_discovery_made_again_adopts_the_apps_it_made() {
 #[test]
 fn a_selector_that_would_not_select_the_apps_it_makes_is_an_invalid_spec() {
     let mut sim = Sim::with_manifests(&["keptn-crds", "app-discovery"]);
-    let discovery = |selector: serde_json::Value| {
-        json!({"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery",
-            "metadata": {"name": "discovery", "namespace": NS}, "spec": {"selector": selector}})
-        .to_string()
-    };
-    sim.apply(&discovery(
+    let with_selector = |selector: Value| discovery("discovery", json!({ "selector": selector }));
+    sim.apply(&with_selector(
         json!({"matchLabels": {"app.kubernetes.io/managed-by": "keptn"},
         "matchExpressions": [{"key": "team", "operator": "In", "values": ["shop"]}]}),
     ))
@@ -625,7 +625,7 @@ fn a_selector_that_would_not_select_the_apps_it_makes_is_an_invalid_spec() {
          which carry the labels of spec.selector.matchLabels and app.kubernetes.io/managed-by: keptn"
     );
 
-    sim.apply(&discovery(
+    sim.apply(&with_selector(
         json!({"matchLabels": {"app.kubernetes.io/managed-by": "keptn", "team": "shop"}}),
     ))
     .unwrap();

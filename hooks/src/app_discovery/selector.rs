@@ -5,6 +5,7 @@
 
 use crate::contract::{Strings, Text};
 use crate::json::Json;
+use crate::meta::LABEL_MANAGED_BY;
 
 /// One `matchExpressions` entry.
 #[derive(Debug)]
@@ -65,20 +66,37 @@ impl<'a> Selector<'a> {
 
     /// The labels of a KeptnApp the hook makes (§4.3): the selector's `matchLabels` and
     /// `app.kubernetes.io/managed-by: keptn`, which wins a conflict.
-    pub fn made_labels(&self, managed_by: &'static str) -> Strings<'a> {
+    pub fn made_labels(&self) -> Strings<'a> {
         let mut labels: Strings = self
             .match_labels
             .iter()
             .map(|&(k, v)| (Text::from(k), Text::from(v)))
             .collect();
-        labels.insert(managed_by.into(), "keptn".into());
+        labels.insert(LABEL_MANAGED_BY.into(), "keptn".into());
         labels
+    }
+
+    /// As [`Selector::miss`] for the labels of a KeptnApp the hook makes, without making them.
+    pub fn misses_made_apps(&self) -> Option<String> {
+        self.miss_by(|key| {
+            if key == LABEL_MANAGED_BY {
+                return Some("keptn");
+            }
+            self.match_labels
+                .iter()
+                .find(|&&(k, _)| k == key)
+                .map(|&(_, v)| v)
+        })
     }
 
     /// The first part of the selector that `labels` fail, as a field path; `None` when the
     /// selector selects them.
     pub fn miss(&self, labels: &Strings) -> Option<String> {
-        let label = |key: &str| labels.get(key).map(Text::as_str);
+        self.miss_by(|key| labels.get(key).map(Text::as_str))
+    }
+
+    /// [`Selector::miss`] for the labels `label` gives by key.
+    fn miss_by<'l>(&self, label: impl Fn(&str) -> Option<&'l str>) -> Option<String> {
         if let Some((key, _)) = self
             .match_labels
             .iter()
@@ -207,14 +225,17 @@ mod tests {
 
     #[test]
     fn made_labels_are_the_match_labels_and_managed_by_keptn() {
-        let selector = Json::from(json!({"matchLabels": {"team": "a", "managed-by": "helm"}}));
+        let selector = Json::from(json!({"matchLabels": {"team": "a", LABEL_MANAGED_BY: "helm"}}));
         let selector = Selector::parse(&selector).unwrap();
-        let made = selector.made_labels("managed-by");
-        assert_eq!(made, labels(&[("managed-by", "keptn"), ("team", "a")]));
-        assert_eq!(
-            selector.miss(&made).as_deref(),
-            Some("spec.selector.matchLabels.managed-by")
-        );
+        let made = selector.made_labels();
+        assert_eq!(made, labels(&[(LABEL_MANAGED_BY, "keptn"), ("team", "a")]));
+        let miss = "spec.selector.matchLabels.app.kubernetes.io/managed-by";
+        assert_eq!(selector.miss(&made).as_deref(), Some(miss));
+        assert_eq!(selector.misses_made_apps().as_deref(), Some(miss));
+        let fine = Json::from(json!({"matchLabels": {"team": "a"}, "matchExpressions": [
+            {"key": "team", "operator": "In", "values": ["a"]},
+            {"key": LABEL_MANAGED_BY, "operator": "Exists"}]}));
+        assert_eq!(Selector::parse(&fine).unwrap().misses_made_apps(), None);
     }
 
     #[test]

@@ -186,22 +186,21 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
     // Step 0: the discovery window, and a selector that selects the apps this parent makes
     // (docs/DECISIONS.md, app-discovery).
     let timeout = match &parent.spec.timeout_seconds {
-        Json::Null => Ok(DEFAULT_TIMEOUT),
-        Json::Number(n) => n.as_u64().ok_or(()),
-        _ => Err(()),
+        Json::Null => Some(DEFAULT_TIMEOUT),
+        Json::Number(n) => n.as_u64(),
+        _ => None,
     }
-    .map_err(|()| "spec.timeoutSeconds must be a non-negative integer".to_owned());
+    .ok_or_else(|| "spec.timeoutSeconds must be a non-negative integer".to_owned());
     let selector = Selector::parse(&parent.spec.selector).and_then(|selector| {
-        let made = selector.made_labels(MANAGED_BY);
-        match selector.miss(&made) {
-            None => Ok((selector, made)),
+        match selector.misses_made_apps() {
+            None => Ok(selector),
             Some(miss) => Err(format!(
                 "{miss} does not select the KeptnApps this AppDiscovery makes, which carry the \
                  labels of spec.selector.matchLabels and {MANAGED_BY}: keptn"
             )),
         }
     });
-    let (timeout, (selector, made_labels)) = match (timeout, selector) {
+    let (timeout, selector) = match (timeout, selector) {
         (Ok(timeout), Ok(selector)) => (timeout, selector),
         (timeout, selector) => {
             let problems: Vec<String> = [timeout.err(), selector.err()]
@@ -402,7 +401,7 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
                 app_name,
                 version,
                 namespace,
-                made_labels.clone(),
+                selector.made_labels(),
             ),
         };
         apps_out.insert((*app_name).to_owned(), app);

@@ -41,6 +41,15 @@ fn app(name: &str, label: Option<&str>, spec: Value) -> Value {
            "spec": spec, "status": {"currentVersion": "x"}})
 }
 
+/// The generated app `shop` at version 1, with the one workload `a`.
+fn generated_shop() -> Value {
+    app(
+        "shop",
+        Some("keptn"),
+        json!({"version": "1", "workloads": [{"name": "a", "version": "1"}]}),
+    )
+}
+
 fn keyed(objs: Vec<Value>) -> Value {
     Value::Object(
         objs.into_iter()
@@ -270,11 +279,7 @@ fn rule_4_4_update_sets_the_first_entry_of_a_name_listed_twice() {
 
 #[test]
 fn rule_4_5_apps_reemitted_unchanged_without_a_due_request() {
-    let existing = app(
-        "shop",
-        Some("keptn"),
-        json!({"version": "1", "workloads": [{"name": "a", "version": "1"}]}),
-    );
+    let existing = generated_shop();
     let body = request(
         spec(),
         vec![],
@@ -394,11 +399,7 @@ fn rule_4_1_window_past_the_year_9999_waits() {
 
 #[test]
 fn rule_4_2_workload_without_version_holds_its_app() {
-    let existing = app(
-        "shop",
-        Some("keptn"),
-        json!({"version": "1", "workloads": [{"name": "a", "version": "1"}]}),
-    );
+    let existing = generated_shop();
     let body = request(
         spec(),
         vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", false)],
@@ -460,11 +461,7 @@ fn rule_4_2_workload_without_version_holds_its_app() {
 #[test]
 fn an_app_another_object_controls_holds_its_requests() {
     let controlled_by = |uid: &str, controller: Value| {
-        let mut a = app(
-            "shop",
-            Some("keptn"),
-            json!({"version": "1", "workloads": [{"name": "a", "version": "1"}]}),
-        );
+        let mut a = generated_shop();
         a["metadata"]["ownerReferences"] = json!([
             {"apiVersion": "v1", "kind": "ConfigMap", "name": "not-it", "uid": "c"},
             {"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery", "name": "other",
@@ -619,11 +616,7 @@ fn rule_5_workload_without_a_string_app() {
 #[test]
 fn rule_4_1_step_0_invalid_timeout_keeps_everything() {
     for bad in [json!(-1), json!(1.5), json!("30")] {
-        let existing = app(
-            "shop",
-            Some("keptn"),
-            json!({"version": "1", "workloads": [{"name": "a", "version": "1"}]}),
-        );
+        let existing = generated_shop();
         let body = request(
             json!({"timeoutSeconds": bad}),
             vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", true)],
@@ -649,11 +642,7 @@ fn rule_4_1_step_0_invalid_timeout_keeps_everything() {
 /// invalid timeout is (docs/DECISIONS.md, app-discovery); both problems are named.
 #[test]
 fn step_0_a_selector_that_would_not_select_made_apps_keeps_everything() {
-    let existing = app(
-        "shop",
-        Some("keptn"),
-        json!({"version": "1", "workloads": [{"name": "a", "version": "1"}]}),
-    );
+    let existing = generated_shop();
     for (spec, message) in [
         (
             json!({"selector": {"matchLabels": {"app.kubernetes.io/managed-by": "helm"}}}),
@@ -712,11 +701,7 @@ fn step_0_a_selector_that_would_not_select_made_apps_keeps_everything() {
 /// held as for an app another object controls.
 #[test]
 fn an_app_the_selector_does_not_match_holds_its_requests() {
-    let keptns = app(
-        "shop",
-        Some("keptn"),
-        json!({"version": "1", "workloads": [{"name": "a", "version": "1"}]}),
-    );
+    let keptns = generated_shop();
     let body = request(
         json!({"selector": {"matchLabels": {"app.kubernetes.io/managed-by": "keptn", "team": "a"}}}),
         vec![kacr("k", json!("shop"), "2026-06-01T11:00:00Z", true)],
