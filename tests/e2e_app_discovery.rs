@@ -634,3 +634,55 @@ fn a_selector_that_would_not_select_the_apps_it_makes_is_an_invalid_spec() {
     let made = app(&sim, "nginx").expect("made");
     assert_eq!(made["metadata"]["labels"]["team"], "shop");
 }
+
+/// An AppDiscovery whose selector selects objects without `app.kubernetes.io/managed-by:
+/// keptn`, here its team's label alone. The CRD's rule refuses such a selector, but one stored
+/// before that rule, or by an API server that does not evaluate it (the simulator does not),
+/// reaches the hook. Metacontroller adopts what the selector selects before it calls the hook,
+/// so the app a user made with that label became a child, and a plain delete of the AppDiscovery
+/// took it with it: §2 promises user-defined apps are never children. The spec is now
+/// `InvalidSpec`, saying so, and once `managed-by: keptn` is in the selector Metacontroller
+/// releases the app and a delete leaves it.
+#[test]
+fn a_selector_that_selects_users_apps_is_an_invalid_spec_until_it_is_mended() {
+    let mut sim = Sim::with_manifests(&["keptn-crds", "app-discovery"]);
+    sim.apply(
+        &json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnApp",
+        "metadata": {"name": "cart", "namespace": NS, "labels": {"team": "shop"}},
+        "spec": {"version": "2.0", "workloads": [{"name": "cart-api", "version": "2.0"}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let with_selector = |selector: Value| discovery("discovery", json!({ "selector": selector }));
+    sim.apply(&with_selector(json!({"matchLabels": {"team": "shop"}})))
+        .unwrap();
+    sim.run_until_quiet();
+    let users = app(&sim, "cart").unwrap();
+    assert_eq!(
+        users["metadata"]["ownerReferences"][0]["name"], "discovery",
+        "adopted before the hook is called"
+    );
+    let ready = &sim.get("AppDiscovery", NS, "discovery").unwrap()["status"]["conditions"][0];
+    assert_eq!(ready["reason"], "InvalidSpec", "{ready}");
+    assert_eq!(
+        ready["message"],
+        "spec.selector selects objects without app.kubernetes.io/managed-by: keptn, so \
+         Metacontroller adopts the KeptnApps users made themselves and deleting this AppDiscovery \
+         deletes them; put app.kubernetes.io/managed-by: keptn in spec.selector.matchLabels"
+    );
+
+    sim.apply(&with_selector(
+        json!({"matchLabels": {"team": "shop", "app.kubernetes.io/managed-by": "keptn"}}),
+    ))
+    .unwrap();
+    sim.run_until_quiet();
+    let released = app(&sim, "cart").unwrap();
+    assert_eq!(released["metadata"]["ownerReferences"], json!([]));
+    let ready = &sim.get("AppDiscovery", NS, "discovery").unwrap()["status"]["conditions"][0];
+    assert_eq!(ready["reason"], "Synced", "{ready}");
+    sim.delete("AppDiscovery", NS, "discovery").unwrap();
+    sim.run_until_quiet();
+    let kept = app(&sim, "cart").expect("a user's app outlives the AppDiscovery");
+    assert_eq!(kept["spec"], users["spec"]);
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}

@@ -31,11 +31,18 @@ pub struct Selector<'a> {
 }
 
 impl<'a> Selector<'a> {
-    /// Reads `spec.selector`; null or absent selects everything, as an empty one does. The
-    /// error names the field Metacontroller could not read as a label selector.
+    /// Reads `spec.selector`; null or absent is the CRD's default, which the API server stores
+    /// for it (`matchLabels: {app.kubernetes.io/managed-by: keptn}`), as an absent
+    /// `timeoutSeconds` is read as its default. The error names the field Metacontroller could
+    /// not read as a label selector.
     pub fn parse(selector: &'a Json<'a>) -> Result<Self, String> {
         let selector = match selector {
-            Json::Null => return Ok(Selector::default()),
+            Json::Null => {
+                return Ok(Selector {
+                    match_labels: vec![(LABEL_MANAGED_BY, "keptn")],
+                    expressions: Vec::new(),
+                })
+            }
             Json::Object(selector) => selector,
             _ => return Err("spec.selector must be an object".into()),
         };
@@ -87,6 +94,21 @@ impl<'a> Selector<'a> {
                 .find(|&&(k, _)| k == key)
                 .map(|&(_, v)| v)
         })
+    }
+
+    /// Whether the selector selects only objects labelled `managed-by: keptn`, through
+    /// `matchLabels` or an `In` expression of that value alone. Any other also selects the
+    /// KeptnApps users made themselves (no label, or another value), and Metacontroller adopts
+    /// what a parent's selector selects.
+    pub fn selects_only_generated(&self) -> bool {
+        self.match_labels
+            .iter()
+            .any(|&(key, value)| key == LABEL_MANAGED_BY && value == "keptn")
+            || self.expressions.iter().any(|e| {
+                e.key == LABEL_MANAGED_BY
+                    && matches!(e.operator, Operator::In)
+                    && e.values.iter().all(|&v| v == "keptn")
+            })
     }
 
     /// The first part of the selector that `labels` fail, as a field path; `None` when the
@@ -212,15 +234,21 @@ mod tests {
             selector.miss(&no_owner).as_deref(),
             Some("spec.selector.matchExpressions[2]")
         );
-        // Null, absent and empty select everything.
+        // Empty selects everything; null or absent is the CRD's default.
         for empty in [
-            json!(null),
             json!({}),
             json!({"matchLabels": null, "matchExpressions": []}),
         ] {
             let empty = Json::from(empty);
             assert_eq!(Selector::parse(&empty).unwrap().miss(&labels(&[])), None);
         }
+        let absent = Json::Null;
+        let default = Selector::parse(&absent).unwrap();
+        assert_eq!(
+            default.miss(&labels(&[])).as_deref(),
+            Some("spec.selector.matchLabels.app.kubernetes.io/managed-by")
+        );
+        assert_eq!(default.miss(&labels(&[(LABEL_MANAGED_BY, "keptn")])), None);
     }
 
     #[test]
@@ -236,6 +264,46 @@ mod tests {
             {"key": "team", "operator": "In", "values": ["a"]},
             {"key": LABEL_MANAGED_BY, "operator": "Exists"}]}));
         assert_eq!(Selector::parse(&fine).unwrap().misses_made_apps(), None);
+    }
+
+    #[test]
+    fn a_selector_selects_only_generated_objects_through_managed_by_keptn_alone() {
+        let in_values = |values: serde_json::Value| {
+            json!({"matchExpressions": [{"key": "team", "operator": "Exists"},
+                {"key": LABEL_MANAGED_BY, "operator": "In", "values": values}]})
+        };
+        for (selector, only) in [
+            (json!({"matchLabels": {LABEL_MANAGED_BY: "keptn"}}), true),
+            (
+                json!({"matchLabels": {"team": "a", LABEL_MANAGED_BY: "keptn"}}),
+                true,
+            ),
+            (in_values(json!(["keptn"])), true),
+            (in_values(json!(["keptn", "keptn"])), true),
+            (json!(null), true),
+            (json!({}), false),
+            (json!({"matchLabels": {"team": "a"}}), false),
+            (json!({"matchLabels": {LABEL_MANAGED_BY: "klt"}}), false),
+            (json!({"matchLabels": {"managed-by": "keptn"}}), false),
+            (in_values(json!(["keptn", "klt"])), false),
+            (
+                json!({"matchExpressions": [{"key": LABEL_MANAGED_BY, "operator": "Exists"}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [
+                    {"key": LABEL_MANAGED_BY, "operator": "NotIn", "values": ["helm"]}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "team", "operator": "In", "values": ["keptn"]}]}),
+                false,
+            ),
+        ] {
+            let json = Json::from(selector.clone());
+            let parsed = Selector::parse(&json).unwrap();
+            assert_eq!(parsed.selects_only_generated(), only, "{selector}");
+        }
     }
 
     #[test]

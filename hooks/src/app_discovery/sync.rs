@@ -183,8 +183,8 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
     let mut child_apps: Vec<&KeptnApp> = req.children.apps.iter().map(Arc::as_ref).collect();
     child_apps.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
 
-    // Step 0: the discovery window, and a selector that selects the apps this parent makes
-    // (docs/DECISIONS.md, app-discovery).
+    // Step 0: the discovery window, and a selector that selects the apps this parent makes and
+    // no others (docs/DECISIONS.md, app-discovery).
     let timeout = match &parent.spec.timeout_seconds {
         Json::Null => Some(DEFAULT_TIMEOUT),
         Json::Number(n) => n.as_u64(),
@@ -192,12 +192,23 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
     }
     .ok_or_else(|| "spec.timeoutSeconds must be a non-negative integer".to_owned());
     let selector = Selector::parse(&parent.spec.selector).and_then(|selector| {
-        match selector.misses_made_apps() {
-            None => Ok(selector),
-            Some(miss) => Err(format!(
+        let misses = selector.misses_made_apps().map(|miss| {
+            format!(
                 "{miss} does not select the KeptnApps this AppDiscovery makes, which carry the \
                  labels of spec.selector.matchLabels and {MANAGED_BY}: keptn"
-            )),
+            )
+        });
+        let broad = (!selector.selects_only_generated()).then(|| {
+            format!(
+                "spec.selector selects objects without {MANAGED_BY}: keptn, so Metacontroller \
+                 adopts the KeptnApps users made themselves and deleting this AppDiscovery \
+                 deletes them; put {MANAGED_BY}: keptn in spec.selector.matchLabels"
+            )
+        });
+        match (misses, broad) {
+            (None, None) => Ok(selector),
+            (Some(problem), None) | (None, Some(problem)) => Err(problem),
+            (Some(misses), Some(broad)) => Err(format!("{misses}; {broad}")),
         }
     });
     let (timeout, selector) = match (timeout, selector) {

@@ -636,30 +636,57 @@ fn rule_4_1_step_0_invalid_timeout_keeps_everything() {
     }
 }
 
+const SELECTS_USERS_APPS: &str = "spec.selector selects objects without \
+    app.kubernetes.io/managed-by: keptn, so Metacontroller adopts the KeptnApps users made \
+    themselves and deleting this AppDiscovery deletes them; put app.kubernetes.io/managed-by: \
+    keptn in spec.selector.matchLabels";
+
 /// Step 0 also reads the selector: one that would not select the apps the hook makes (§4.3:
 /// its `matchLabels` and `managed-by: keptn`), or that Metacontroller cannot read, would fail
-/// every sync that creates an app, with no status written. It is an invalid spec, kept as the
-/// invalid timeout is (docs/DECISIONS.md, app-discovery); both problems are named.
+/// every sync that creates an app, with no status written; one that selects objects without
+/// `managed-by: keptn` makes Metacontroller adopt users' own apps, which §2 promises it never
+/// does. Each is an invalid spec, kept as the invalid timeout is (docs/DECISIONS.md,
+/// app-discovery); every problem is named.
 #[test]
-fn step_0_a_selector_that_would_not_select_made_apps_keeps_everything() {
+fn step_0_a_selector_that_would_not_select_made_apps_alone_keeps_everything() {
     let existing = generated_shop();
+    let misses = |field: &str| {
+        format!(
+            "{field} does not select the KeptnApps this AppDiscovery makes, which carry the \
+             labels of spec.selector.matchLabels and app.kubernetes.io/managed-by: keptn"
+        )
+    };
     for (spec, message) in [
         (
             json!({"selector": {"matchLabels": {"app.kubernetes.io/managed-by": "helm"}}}),
-            "spec.selector.matchLabels.app.kubernetes.io/managed-by does not select the KeptnApps \
-             this AppDiscovery makes, which carry the labels of spec.selector.matchLabels and \
-             app.kubernetes.io/managed-by: keptn",
+            format!(
+                "{}; {SELECTS_USERS_APPS}",
+                misses("spec.selector.matchLabels.app.kubernetes.io/managed-by")
+            ),
         ),
         (
             json!({"selector": {"matchExpressions": [{"key": "team", "operator": "Exists"}]},
                    "timeoutSeconds": -1}),
-            "spec.timeoutSeconds must be a non-negative integer; spec.selector.matchExpressions[0] \
-             does not select the KeptnApps this AppDiscovery makes, which carry the labels of \
-             spec.selector.matchLabels and app.kubernetes.io/managed-by: keptn",
+            format!(
+                "spec.timeoutSeconds must be a non-negative integer; {}; {SELECTS_USERS_APPS}",
+                misses("spec.selector.matchExpressions[0]")
+            ),
+        ),
+        (
+            json!({"selector": {"matchLabels": {"app.kubernetes.io/managed-by": "keptn"},
+                "matchExpressions": [{"key": "team", "operator": "Exists"}]}}),
+            misses("spec.selector.matchExpressions[0]"),
+        ),
+        (json!({"selector": {}}), SELECTS_USERS_APPS.to_owned()),
+        (
+            json!({"selector": {"matchExpressions": [{"key": "app.kubernetes.io/managed-by",
+                "operator": "In", "values": ["keptn", "klt"]}]}}),
+            SELECTS_USERS_APPS.to_owned(),
         ),
         (
             json!({"selector": {"matchExpressions": [{"key": "team", "operator": "Has"}]}}),
-            "spec.selector.matchExpressions[0].operator must be In, NotIn, Exists or DoesNotExist",
+            "spec.selector.matchExpressions[0].operator must be In, NotIn, Exists or DoesNotExist"
+                .to_owned(),
         ),
     ] {
         let body = request(
@@ -679,11 +706,12 @@ fn step_0_a_selector_that_would_not_select_made_apps_keeps_everything() {
         assert_eq!(resp["status"]["conditions"][0]["reason"], "InvalidSpec");
         assert_eq!(resp["status"]["conditions"][0]["message"], message);
     }
-    // One that selects them: an expression the made labels meet.
+    // One that selects them alone: expressions the made labels meet, one of them
+    // `managed-by In [keptn]`.
     let body = request(
         json!({"selector": {"matchLabels": {"team": "a"}, "matchExpressions": [
             {"key": "team", "operator": "In", "values": ["a"]},
-            {"key": "app.kubernetes.io/managed-by", "operator": "NotIn", "values": ["helm"]}]}}),
+            {"key": "app.kubernetes.io/managed-by", "operator": "In", "values": ["keptn"]}]}}),
         vec![kacr("k", json!("new"), "2026-06-01T11:00:00Z", true)],
         vec![],
         vec![workload("new", "new", Some("2"))],
