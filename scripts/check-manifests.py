@@ -4,7 +4,9 @@
 1. Renders the kustomize base and manifests/keptn-crds with `kubectl kustomize` and reads
    manifests/examples/.
 2. Validates every built-in object against the Kubernetes schemas (kubernetes-validate, strict).
-3. Validates every custom resource against the openAPIV3Schema of its CRD in the rendered set.
+3. Validates every custom resource against the openAPIV3Schema of its CRD in the rendered set,
+   and evaluates its CRD's validation rules (x-kubernetes-validations, CEL, as the API server
+   does): an object a rule refuses, or a rule fails to evaluate on, would not be stored.
 4. Checks the Metacontroller objects and the webhook configurations against the hook table that
    `metahooks list` prints: each URL or path is a route of the right kind, the parent CRD has the
    status subresource, every declared resource exists, and every route is wired somewhere.
@@ -46,6 +48,12 @@
    server exports (a `metahooks serve` started here, its /metrics linted by `promtool check
    metrics`); and that the PrometheusRule's groups pass `promtool check rules` and the cases of
    scripts/alerts-test.yaml (`promtool test rules`), which test every alert.
+13. Evaluates the CRDs' validation rules on the cases of scripts/crd-rules-test.yaml and on the
+   objects of every fixture (parent, children, related objects), but those listed in
+   STORED_BEFORE_THE_RULES. Each case's object is stored exactly when the case says so, and for
+   an AppDiscovery the hook's sync (`metahooks run app-discovery/sync`) answers `InvalidSpec`
+   exactly when the API server would not store its spec: the CRD refuses up front each
+   selector that the hook reports, and the hook reports each one stored before the rules.
 """
 import glob
 import json
@@ -91,6 +99,14 @@ MONITORING_GROUP = "monitoring.coreos.com"
 # Labels that Prometheus gives every series a PodMonitor scrapes.
 TARGET_LABELS = {"job", "instance", "namespace", "pod", "container", "endpoint"}
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
+RULE_CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crd-rules-test.yaml")
+# Fixture objects the CRDs' validation rules refuse: (fixture, kind/name, why the hook is sent it).
+STORED_BEFORE_THE_RULES = {
+    ("app-discovery/sync-selector-misses-made-apps.request.json", "AppDiscovery/discovery"):
+        "a selector that does not select the apps the hook makes, stored before the CRD's rule",
+    ("app-discovery/sync-selector-selects-users-apps.request.json", "AppDiscovery/discovery"):
+        "a selector that selects users' own apps, stored before the CRD's rule",
+}
 errors = []
 
 
@@ -123,6 +139,50 @@ for path in sorted(glob.glob(f"{ROOT}/examples/*.yaml")):
     with open(path) as f:
         objects += load_all(f.read(), path)
 
+CEL = celpy.Environment()
+
+
+def crd_rules(schema, path=()):
+    """The validation rules of a CRD schema as (path, compiled rule, message): the path leads from
+    the object to the values the rule is on, "*" standing for each item of a list."""
+    rules = []
+    for rule in schema.get("x-kubernetes-validations") or []:
+        rules.append((path, CEL.program(CEL.compile(rule["rule"])), rule.get("message", rule["rule"])))
+    for key, sub in (schema.get("properties") or {}).items():
+        rules += crd_rules(sub, path + (key,))
+    if "items" in schema:
+        rules += crd_rules(schema["items"], path + ("*",))
+    if isinstance(schema.get("additionalProperties"), dict) and crd_rules(schema["additionalProperties"]):
+        raise ValueError(f"a rule under additionalProperties at {path}, which check 3 does not evaluate")
+    return rules
+
+
+def values_at(value, path, at=""):
+    """(field path, value) of each value a rule at `path` is on; an absent field has none."""
+    if not path:
+        yield at.lstrip("."), value
+    elif path[0] == "*":
+        for i, item in enumerate(value if isinstance(value, list) else []):
+            yield from values_at(item, path[1:], f"{at}[{i}]")
+    elif isinstance(value, dict) and value.get(path[0]) is not None:
+        yield from values_at(value[path[0]], path[1:], f"{at}.{path[0]}")
+
+
+def rule_refusals(rules, obj):
+    """What the API server says of `obj` under its CRD's rules: a message for each refusal."""
+    refusals = []
+    for path, program, message in rules:
+        for at, value in values_at(obj, path):
+            try:
+                verdict = program.evaluate({"self": celpy.json_to_cel(value)})
+            except celpy.CELEvalError as e:
+                refusals.append(f"{at}: the rule {message!r} fails to evaluate ({e.args[0]})")
+                continue
+            if verdict is not True and verdict != celpy.celtypes.BoolType(True):
+                refusals.append(f"{at}: {message}")
+    return refusals
+
+
 # The hook table: route -> kind text.
 routes = {}
 for line in subprocess.run([BINARY, "list"], check=True, capture_output=True, text=True).stdout.splitlines()[1:]:
@@ -130,7 +190,7 @@ for line in subprocess.run([BINARY, "list"], check=True, capture_output=True, te
     routes[parts[1]] = parts[2]
 used_routes = set()
 
-crds = {}  # (group, kind) -> (versions -> schema, has_status, plural)
+crds = {}  # (group, kind, version) -> (schema, has_status, validation rules)
 plurals = set()
 for source, obj in objects:
     if obj.get("kind") == "CustomResourceDefinition":
@@ -139,6 +199,7 @@ for source, obj in objects:
             crds[(spec["group"], spec["names"]["kind"], v["name"])] = (
                 v["schema"]["openAPIV3Schema"],
                 "status" in (v.get("subresources") or {}),
+                crd_rules(v["schema"]["openAPIV3Schema"]),
             )
             plurals.add((f"{spec['group']}/{v['name']}", spec["names"]["plural"]))
 
@@ -286,6 +347,8 @@ for source, obj in objects:
             jsonschema.validate(body, schema)
         except jsonschema.ValidationError as e:
             fail(where, f"does not match its CRD schema: {e.message} at {list(e.absolute_path)}")
+        for refusal in rule_refusals(crds[(group, kind, version)][2], obj):
+            fail(where, f"its CRD's rule refuses {refusal}")
         continue
     try:
         kubernetes_validate.validate(obj, kubernetes_validate.latest_version(), strict=True)
@@ -555,6 +618,65 @@ for source, rule_set in prometheus_rules:
             run = subprocess.run([PROMTOOL, *command], cwd=tmp, capture_output=True, text=True)
             if run.returncode != 0:
                 fail(where, f"promtool {' '.join(command[:2])}:\n{(run.stdout + run.stderr).strip()}")
+
+# 13. The CRDs' validation rules on their cases and on the fixtures, and the hook's agreement.
+def stored(key, obj):
+    """Whether the API server stores `obj` under the CRD `key`: its schema and its rules."""
+    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+    body["metadata"] = {"name": obj["metadata"]["name"]}
+    try:
+        jsonschema.validate(body, strip_k8s(crds[key][0]))
+    except jsonschema.ValidationError:
+        return False
+    return not rule_refusals(crds[key][2], obj)
+
+
+with open(RULE_CASES) as f:
+    rule_cases = yaml.safe_load(f)
+with open(os.path.join(FIXTURES, "app-discovery", "sync-single-service-created-at-once.request.json")) as f:
+    sync_request = json.load(f)
+discovery_key = ("metahooks.dev", "AppDiscovery", "v1alpha1")
+for i, case in enumerate(rule_cases["appDiscoverySelectors"]):
+    where = f"{os.path.relpath(RULE_CASES)}: appDiscoverySelectors[{i}] {json.dumps(case['selector'])}"
+    parent = json.loads(json.dumps(sync_request["parent"]))
+    parent["spec"]["selector"] = case["selector"]
+    if stored(discovery_key, parent) != case["stored"]:
+        fail(where, f"the API server would {'not ' if case['stored'] else ''}store it")
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as request_file:
+        json.dump({**sync_request, "parent": parent}, request_file)
+        request_file.flush()
+        answer = json.loads(subprocess.run([BINARY, "run", "app-discovery/sync", request_file.name, "--now",
+                                            "2026-06-01T12:00:00Z"], check=True, capture_output=True, text=True).stdout)
+    reason = answer["status"]["conditions"][0]["reason"]
+    if (reason == "InvalidSpec") == case["stored"]:
+        fail(where, f"the hook answers {reason} for a selector the API server would {'' if case['stored'] else 'not '}store")
+rule_fixtures, exempt_refused = 0, set()
+for request_file in sorted(glob.glob(os.path.join(FIXTURES, "*", "*.request.json"))):
+    fixture = os.path.relpath(request_file, FIXTURES)
+    with open(request_file) as f:
+        request = json.load(f)
+    held = [request.get("parent"), request.get("object")]
+    for group in ("children", "attachments", "related"):
+        held += [obj for objects_of_type in (request.get(group) or {}).values() for obj in objects_of_type.values()]
+    for obj in (o for o in held if isinstance(o, dict) and "apiVersion" in o):
+        group, _, version = obj["apiVersion"].rpartition("/")
+        rules = crds.get((group, obj.get("kind"), version), (None, None, []))[2]
+        if not rules:
+            continue
+        rule_fixtures += 1
+        object_name = f"{obj['kind']}/{obj['metadata']['name']}"
+        refusals = rule_refusals(rules, obj)
+        why = STORED_BEFORE_THE_RULES.get((fixture, object_name))
+        if refusals and not why:
+            fail(f"fixtures/{fixture}: {object_name}", f"its CRD's rule refuses {refusals[0]}")
+        elif why and not refusals:
+            fail(f"fixtures/{fixture}: {object_name}", f"stored, so no longer {why}")
+        elif why:
+            exempt_refused.add((fixture, object_name))
+if rule_fixtures == 0:
+    fail("fixtures", "no object of a CRD with validation rules")
+for fixture, object_name in sorted(set(STORED_BEFORE_THE_RULES) - exempt_refused):
+    fail(f"fixtures/{fixture}", f"holds no {object_name} that the CRD's rules refuse")
 
 for route in sorted(set(routes) - used_routes):
     fail("manifests", f"route {route} ({routes[route]}) is served but wired nowhere")

@@ -2018,7 +2018,8 @@ fn validate_metadata(metadata: &Value) -> Result<(), String> {
 /// A custom resource against its CRD's structural schema, as the API server validates it
 /// after pruning and defaulting: each value of its `type` (`nullable` letting null through,
 /// `x-kubernetes-int-or-string` an integer or a string), the `required` properties, `enum`,
-/// `minimum`, `maxLength` and `pattern`. `metadata` is the API server's own.
+/// `minimum`, `maxLength`, `maxItems` and `pattern`. `metadata` is the API server's own. The
+/// CRDs' validation rules (`x-kubernetes-validations`, CEL) are not evaluated.
 fn validate_schema(value: &Value, schema: &Value, at: &str) -> Result<(), String> {
     let invalid = |why: String| Err(format!("{}: {why}", if at.is_empty() { "." } else { at }));
     if value.is_null() && schema["nullable"] == json!(true) {
@@ -2053,6 +2054,14 @@ fn validate_schema(value: &Value, schema: &Value, at: &str) -> Result<(), String
     if let (Some(max), Some(text)) = (schema["maxLength"].as_u64(), value.as_str()) {
         if text.chars().count() as u64 > max {
             return invalid(format!("Too long: may not be more than {max} bytes"));
+        }
+    }
+    if let (Some(max), Some(items)) = (schema["maxItems"].as_u64(), value.as_array()) {
+        if items.len() as u64 > max {
+            return invalid(format!(
+                "Too many: {}: must have at most {max} items",
+                items.len()
+            ));
         }
     }
     if let (Some(pattern), Some(text)) = (schema["pattern"].as_str(), value.as_str()) {
