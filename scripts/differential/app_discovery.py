@@ -61,8 +61,8 @@ def rebuilt(o, namespace):
 
 def selector_of(selector):
     """(matchLabels, expressions) of a label selector, or a problem text (DECISIONS)."""
-    if selector is None:
-        return {}, []
+    if selector is None:  # the CRD's default
+        return {MANAGED_BY: "keptn"}, []
     if not isinstance(selector, dict):
         return "spec.selector"
     labels = selector.get("matchLabels") or {}
@@ -91,6 +91,14 @@ def selects(selector, labels):
                 "Exists": value is not None, "DoesNotExist": value is None}[e["operator"]]:
             return False
     return True
+
+
+def only_generated(selector):
+    """Whether the selector selects only objects labelled managed-by=keptn (DECISIONS)."""
+    match_labels, expressions = selector
+    return match_labels.get(MANAGED_BY) == "keptn" or any(
+        e["key"] == MANAGED_BY and e["operator"] == "In" and all(v == "keptn" for v in e["values"])
+        for e in expressions)
 
 
 def managed(app):
@@ -124,8 +132,11 @@ def sync(request, now):
     selector = selector_of(spec.get("selector"))
     made_labels = dict(selector[0], **{MANAGED_BY: "keptn"}) if isinstance(selector, tuple) else {}
     if (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0
-            or not isinstance(selector, tuple) or not selects(selector, made_labels)):
+            or not isinstance(selector, tuple) or not selects(selector, made_labels)
+            or not only_generated(selector)):
         TALLY["app-discovery sync: InvalidSpec"] += 1
+        if isinstance(selector, tuple) and not only_generated(selector):
+            TALLY["app-discovery sync: InvalidSpec, a selector of objects without managed-by=keptn"] += 1
         apps = sorted(child_apps.values(), key=lambda o: o["metadata"]["name"].encode())
         emitted = [rebuilt(o, namespace) for o in requests + apps]
         return {"children": emitted, "apps": {a["metadata"]["name"]: app_status(a) for a in apps},
@@ -262,6 +273,14 @@ def random_request(rng, now):
     elif r < 0.2:
         spec["selector"] = rng.choice([
             None, "x", {}, {"matchLabels": {MANAGED_BY: "helm"}}, {"matchLabels": {"a": 1}}])
+    elif r < 0.3:
+        # managed-by=keptn by an expression, or not required at all.
+        del spec["selector"]["matchLabels"][MANAGED_BY]
+        spec["selector"]["matchExpressions"] = rng.choice([[], [
+            {"key": MANAGED_BY, "operator": "In", "values": ["keptn"]}], [
+            {"key": MANAGED_BY, "operator": "In", "values": ["keptn", "klt"]}], [
+            {"key": MANAGED_BY, "operator": "Exists"}], [
+            {"key": MANAGED_BY, "operator": "NotIn", "values": ["helm"]}]])
     parent = {"apiVersion": "metahooks.dev/v1alpha1", "kind": "AppDiscovery",
               "metadata": {"name": "discovery", "namespace": namespace, "generation": 4,
                            "uid": "p"},
