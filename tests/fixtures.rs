@@ -270,7 +270,8 @@ fn golden_responses_hold_only_contract_fields_and_no_floats() {
 /// (`manifests/keptn-crds`, Keptn's v1 fields and required ones): no field its schema would
 /// drop, no value it would refuse, the metadata it sets. `bad-request` fixtures are
 /// exempt, and so is each case below, a request the spec answers though the API server would
-/// never store its object.
+/// never store its object. The CRDs' validation rules (CEL) are evaluated by `make
+/// manifests-check` (check 13), which lists the fixtures whose objects were stored before them.
 #[test]
 fn every_object_of_every_fixture_is_one_the_api_server_would_store() {
     /// (fixture, object, why a cluster cannot hold it and the spec answers it anyway).
