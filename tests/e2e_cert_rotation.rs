@@ -1186,3 +1186,46 @@ fn a_secret_of_a_leafs_name_the_manager_does_not_own_is_never_written() {
     }
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
+
+/// The manager cannot see ConfigMaps: §2's customize answer relates MRCs and Secrets only. A
+/// ConfigMap named as its trust bundle that it did not make (a user's, or another manager's of
+/// the same `configMapName`) is never written: Metacontroller's create of the bundle meets
+/// `AlreadyExists`, which it swallows (contract §10), and the manager says `IssuersReady`. The
+/// leaves carry the trust in their own `ca.crt`. The README (A CertificateManager's names) says
+/// so, how to tell, and that a new name moves the bundle, as the end of this scenario does.
+#[test]
+fn a_configmap_of_the_bundles_name_the_manager_did_not_make_stays_as_it_was() {
+    let mut sim = sim();
+    sim.apply(
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "osm-ca-bundle", "namespace": NS, "labels": {"team": "payments"}},
+        "data": {"ca.crt": "the payments team's own CA\n"}})
+        .to_string(),
+    )
+    .unwrap();
+    let users = sim.get("ConfigMap", NS, "osm-ca-bundle").unwrap().clone();
+    set_role(&mut sim, "mrc-a", Some("active")).unwrap();
+
+    assert_eq!(
+        first_condition(&sim, "CertificateManager", "mesh")["reason"],
+        "IssuersReady"
+    );
+    assert_eq!(sim.get("ConfigMap", NS, "osm-ca-bundle"), Some(&users));
+    let ca = sim.get("Secret", NS, "mrc-a-ca").unwrap()["data"]["ca.crt"].clone();
+    for name in LEAF_SECRETS {
+        assert_eq!(sim.get("Secret", NS, name).unwrap()["data"]["ca.crt"], ca);
+    }
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+
+    let mut manager = sim.get("CertificateManager", NS, "mesh").unwrap().clone();
+    manager["spec"]["trustBundle"]["configMapName"] = json!("mesh-ca-bundle");
+    sim.apply(&manager.to_string()).unwrap();
+    sim.run_until_quiet();
+    let bundle = sim.get("ConfigMap", NS, "mesh-ca-bundle").unwrap();
+    assert_eq!(bundle["metadata"]["ownerReferences"][0]["name"], "mesh");
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(ca.as_str().unwrap())
+        .unwrap();
+    assert_eq!(bundle["data"]["ca.crt"].as_str().unwrap().as_bytes(), ca);
+    assert_eq!(sim.get("ConfigMap", NS, "osm-ca-bundle"), Some(&users));
+}
