@@ -50,15 +50,17 @@
    scripts/alerts-test.yaml (`promtool test rules`), which test every alert.
 13. Evaluates the CRDs' validation rules on the cases of scripts/crd-rules-test.yaml and on the
    objects of every fixture (parent, children, related objects), but those listed in
-   STORED_BEFORE_THE_RULES. Each case's object is stored exactly when the case says so, and for
-   an AppDiscovery the hook's sync (`metahooks run app-discovery/sync`) answers `InvalidSpec`
-   exactly when the API server would not store its spec: the CRD refuses up front each
-   selector that the hook reports, and the hook reports each one stored before the rules.
+   STORED_BEFORE_THE_RULES. Each case's object is stored exactly when the case says so. For the
+   cases' AppDiscovery selectors and RANDOM_SELECTORS random ones, the hook's sync (`metahooks
+   run app-discovery/sync`) answers `InvalidSpec` exactly when the API server would not store
+   the AppDiscovery: the CRD refuses up front each selector that the hook reports, and the hook
+   reports each one stored before the rules.
 """
 import copy
 import glob
 import json
 import os
+import random
 import re
 import shutil
 import socket
@@ -101,6 +103,9 @@ MONITORING_GROUP = "monitoring.coreos.com"
 TARGET_LABELS = {"job", "instance", "namespace", "pod", "container", "endpoint"}
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 RULE_CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crd-rules-test.yaml")
+# Random AppDiscovery selectors on which the hook and the CRD's rules must agree (check 13).
+RANDOM_SELECTORS = 400
+MANAGED_BY = "app.kubernetes.io/managed-by"
 # Fixture objects the CRDs' validation rules refuse: (fixture, kind/name, why the hook is sent it).
 STORED_BEFORE_THE_RULES = {
     ("app-discovery/sync-selector-misses-made-apps.request.json", "AppDiscovery/discovery"):
@@ -630,20 +635,63 @@ with open(RULE_CASES) as f:
 with open(os.path.join(FIXTURES, "app-discovery", "sync-single-service-created-at-once.request.json")) as f:
     sync_request = json.load(f)
 discovery_key = ("metahooks.dev", "AppDiscovery", "v1alpha1")
-for i, case in enumerate(rule_cases["appDiscoverySelectors"]):
-    where = f"{os.path.relpath(RULE_CASES)}: appDiscoverySelectors[{i}] {json.dumps(case['selector'])}"
+
+
+def random_selector(rng):
+    """A selector within the CRD's size bounds, of the labels and values that tell the rules
+    apart: managed-by and its values, another label, an unknown operator, missing values."""
+    labels = {}
+    if rng.random() < 0.6:
+        labels[MANAGED_BY] = rng.choice(["keptn", "keptn", "keptn", "klt"])
+    if rng.random() < 0.3:
+        labels["team"] = rng.choice(["a", "b"])
+    if rng.random() < 0.1:
+        labels["managed-by"] = "keptn"
+    selector = {"matchLabels": labels} if labels or rng.random() < 0.5 else {}
+    expressions = []
+    for _ in range(rng.choice([0, 0, 1, 1, 2, 3])):
+        operator = rng.choice(["In", "In", "NotIn", "Exists", "DoesNotExist", "in"])
+        expression = {"key": rng.choice([MANAGED_BY, MANAGED_BY, "team", "managed-by"]), "operator": operator}
+        listed = operator in ("In", "NotIn", "in")
+        if (rng.random() < 0.9) == listed:
+            expression["values"] = rng.sample(["keptn", "keptn", "klt", "a"], rng.randint(1, 2))
+        elif rng.random() < 0.5:
+            expression["values"] = []
+        expressions.append(expression)
+    if expressions or rng.random() < 0.3:
+        selector["matchExpressions"] = expressions
+    return selector
+
+
+def hook_reason(selector):
+    """The Ready reason of the app-discovery hook's sync of an AppDiscovery with `selector`."""
     parent = copy.deepcopy(sync_request["parent"])
-    parent["spec"]["selector"] = case["selector"]
-    if (not api_server_refusals(discovery_key, parent)) != case["stored"]:
-        fail(where, f"the API server would {'not ' if case['stored'] else ''}store it")
+    parent["spec"]["selector"] = selector
     with tempfile.NamedTemporaryFile("w", suffix=".json") as request_file:
         json.dump({**sync_request, "parent": parent}, request_file)
         request_file.flush()
         answer = json.loads(subprocess.run([BINARY, "run", "app-discovery/sync", request_file.name, "--now",
                                             "2026-06-01T12:00:00Z"], check=True, capture_output=True, text=True).stdout)
-    reason = answer["status"]["conditions"][0]["reason"]
-    if (reason == "InvalidSpec") == case["stored"]:
-        fail(where, f"the hook answers {reason} for a selector the API server would {'' if case['stored'] else 'not '}store")
+    return parent, answer["status"]["conditions"][0]["reason"]
+
+
+rng = random.Random(13)
+selector_cases = [(f"appDiscoverySelectors[{i}]", case["selector"], case["stored"])
+                  for i, case in enumerate(rule_cases["appDiscoverySelectors"])]
+selector_cases += [(f"random selector {i}", random_selector(rng), None) for i in range(RANDOM_SELECTORS)]
+refused_random = 0
+for name, selector, expected in selector_cases:
+    where = f"{os.path.relpath(RULE_CASES)}: {name} {json.dumps(selector)}"
+    parent, reason = hook_reason(selector)
+    stored = not api_server_refusals(discovery_key, parent)
+    if expected is not None and stored != expected:
+        fail(where, f"the API server would {'not ' if expected else ''}store it")
+    if expected is None and not stored:
+        refused_random += 1
+    if (reason == "InvalidSpec") == stored:
+        fail(where, f"the hook answers {reason} for a selector the API server would {'' if stored else 'not '}store")
+if not 0 < refused_random < RANDOM_SELECTORS:
+    fail(os.path.relpath(RULE_CASES), f"the API server refuses {refused_random} of {RANDOM_SELECTORS} random selectors: they tell nothing apart")
 rule_fixtures, exempt_refused = 0, set()
 for request_file in sorted(glob.glob(os.path.join(FIXTURES, "*", "*.request.json"))):
     fixture = os.path.relpath(request_file, FIXTURES)
