@@ -51,12 +51,13 @@
 13. Evaluates the CRDs' validation rules on the cases of scripts/crd-rules-test.yaml and on the
    objects of every fixture (parent, children, related objects), but those listed in
    STORED_BEFORE_THE_RULES. Each case's object is stored exactly when the case says so. For the
-   cases' AppDiscovery selectors and RANDOM_SELECTORS random ones, the hook's sync (`metahooks
-   run app-discovery/sync`) answers `InvalidSpec` exactly when the API server would not store
-   the AppDiscovery: the CRD refuses up front each selector that the hook reports, and the hook
-   reports each one stored before the rules.
+   cases and RANDOM_CASES random ones of each kind in AGREEMENT (AppDiscovery selectors,
+   CertificateManager specs), the hook's sync (`metahooks run`) answers `InvalidSpec` exactly
+   when the API server would not store the object: the CRD refuses up front each spec that the
+   hook reports, and the hook reports each one stored before the rules.
 """
 import copy
+import functools
 import glob
 import json
 import os
@@ -103,8 +104,8 @@ MONITORING_GROUP = "monitoring.coreos.com"
 TARGET_LABELS = {"job", "instance", "namespace", "pod", "container", "endpoint"}
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 RULE_CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crd-rules-test.yaml")
-# Random AppDiscovery selectors on which the hook and the CRD's rules must agree (check 13).
-RANDOM_SELECTORS = 400
+# Random cases of each kind on which a hook and its CRD's rules must agree (check 13).
+RANDOM_CASES = 400
 MANAGED_BY = "app.kubernetes.io/managed-by"
 # Fixture objects the CRDs' validation rules refuse: (fixture, kind/name, why the hook is sent it).
 STORED_BEFORE_THE_RULES = {
@@ -112,6 +113,10 @@ STORED_BEFORE_THE_RULES = {
         "a selector that does not select the apps the hook makes, stored before the CRD's rule",
     ("app-discovery/sync-selector-selects-users-apps.request.json", "AppDiscovery/discovery"):
         "a selector that selects users' own apps, stored before the CRD's rule",
+    ("cert-rotation/sync-common-name-not-ascii-freezes.request.json", "CertificateManager/mesh"):
+        "a commonName that is not ASCII without dnsNames, stored before the CRD's rule",
+    ("cert-rotation/sync-validity-too-long-freezes.request.json", "CertificateManager/mesh"):
+        "a validity past 87600h, stored before the CRD's rule",
 }
 errors = []
 
@@ -219,8 +224,28 @@ def strip_k8s(schema):
     return schema
 
 
+def duplicate_keys(schema, value, at=""):
+    """Items of an `x-kubernetes-list-type: map` list with the key of an item before them."""
+    found = []
+    if isinstance(value, dict):
+        for name, sub in (schema.get("properties") or {}).items():
+            found += duplicate_keys(sub, value.get(name), f"{at}.{name}")
+    elif isinstance(value, list):
+        keys = schema.get("x-kubernetes-list-map-keys") if schema.get("x-kubernetes-list-type") == "map" else None
+        seen = set()
+        for i, item in enumerate(value):
+            if keys and isinstance(item, dict):
+                key = tuple(json.dumps(item.get(k)) for k in keys)
+                if key in seen:
+                    found.append(f"{at}[{i}]: Duplicate value: {dict(zip(keys, key))}")
+                seen.add(key)
+            found += duplicate_keys(schema.get("items") or {}, item, f"{at}[{i}]")
+    return found
+
+
 def api_server_refusals(key, obj):
-    """Why the API server would not store `obj` under the CRD `key`: its schema, then its rules."""
+    """Why the API server would not store `obj` under the CRD `key`: its schema (with the keys
+    of its map lists), then its rules."""
     # A CRD schema may constrain only metadata.name (and generateName) in metadata.
     body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
     body["metadata"] = {"name": obj["metadata"]["name"]}
@@ -228,6 +253,9 @@ def api_server_refusals(key, obj):
         jsonschema.validate(body, strip_k8s(crds[key][0]))
     except jsonschema.ValidationError as e:
         return [f"does not match its CRD schema: {e.message} at {list(e.absolute_path)}"]
+    duplicates = duplicate_keys(crds[key][0], body)
+    if duplicates:
+        return [f"does not match its CRD schema: {duplicates[0]}"]
     return [f"its CRD's rule refuses {refusal}" for refusal in rule_refusals(crds[key][2], obj)]
 
 
@@ -632,14 +660,12 @@ for source, rule_set in prometheus_rules:
 # 13. The CRDs' validation rules on their cases and on the fixtures, and the hook's agreement.
 with open(RULE_CASES) as f:
     rule_cases = yaml.safe_load(f)
-with open(os.path.join(FIXTURES, "app-discovery", "sync-single-service-created-at-once.request.json")) as f:
-    sync_request = json.load(f)
-discovery_key = ("metahooks.dev", "AppDiscovery", "v1alpha1")
 
 
 def random_selector(rng):
-    """A selector within the CRD's size bounds, of the labels and values that tell the rules
-    apart: managed-by and its values, another label, an unknown operator, missing values."""
+    """An AppDiscovery selector within the CRD's size bounds, of the labels and values that tell
+    the rules apart: managed-by and its values, another label, an unknown operator, missing
+    values."""
     labels = {}
     if rng.random() < 0.6:
         labels[MANAGED_BY] = rng.choice(["keptn", "keptn", "keptn", "klt"])
@@ -663,35 +689,68 @@ def random_selector(rng):
     return selector
 
 
-def hook_reason(selector):
-    """The Ready reason of the app-discovery hook's sync of an AppDiscovery with `selector`."""
-    parent = copy.deepcopy(sync_request["parent"])
-    parent["spec"]["selector"] = selector
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as request_file:
-        json.dump({**sync_request, "parent": parent}, request_file)
-        request_file.flush()
-        answer = json.loads(subprocess.run([BINARY, "run", "app-discovery/sync", request_file.name, "--now",
-                                            "2026-06-01T12:00:00Z"], check=True, capture_output=True, text=True).stdout)
-    return parent, answer["status"]["conditions"][0]["reason"]
+def random_manager_spec(rng):
+    """A CertificateManager spec within the CRD's size bounds, of the names, lengths, characters
+    and durations that tell the schema and the rules apart."""
+    def name(longest):
+        return rng.choice(["web-tls", "api.tls", "a" * longest] * 3 + ["a" * (longest + 1), "Web", "-a", "a..b", "é", ""])
+
+    def dns_name():
+        return rng.choice(["web.mesh.svc"] * 4 + ["*.mesh.svc", "*.*.mesh", "a" * 63 + ".svc", "a" * 64 + ".svc",
+                           ".".join(["a" * 63] * 4)[:253], ".".join(["a" * 63] * 4)[:254],
+                           "*." + ".".join(["a" * 63] * 4)[:253], "Web.svc", "web_1.svc", ""])
+
+    certificates = []
+    for _ in range(rng.choice([0, 1, 1, 2, 3])):
+        certificate = {"secretName": rng.choice(["web-tls", "api-tls", name(253)]),
+                       "commonName": rng.choice(["web.mesh"] * 4 + ["é" * 32, "é" * 33, "a" * 64, "a" * 65, "", "web mesh"])}
+        if rng.random() < 0.6:
+            certificate["dnsNames"] = [dns_name() for _ in range(rng.choice([0, 1, 2]))]
+        if rng.random() < 0.6:
+            certificate["validity"] = rng.choice(["24h", "1h30m", "5m", "87600h", "87599h60m", "87600h1s",
+                                                  "99999999999999h", "1d", "h", "24", ""])
+        certificates.append(certificate)
+    spec = {"trustBundle": {"configMapName": rng.choice(["osm-ca-bundle", name(253)])}}
+    if certificates or rng.random() < 0.5:
+        spec["certificates"] = certificates
+    return spec
 
 
-rng = random.Random(13)
-selector_cases = [(f"appDiscoverySelectors[{i}]", case["selector"], case["stored"])
-                  for i, case in enumerate(rule_cases["appDiscoverySelectors"])]
-selector_cases += [(f"random selector {i}", random_selector(rng), None) for i in range(RANDOM_SELECTORS)]
-refused_random = 0
-for name, selector, expected in selector_cases:
-    where = f"{os.path.relpath(RULE_CASES)}: {name} {json.dumps(selector)}"
-    parent, reason = hook_reason(selector)
-    stored = not api_server_refusals(discovery_key, parent)
-    if expected is not None and stored != expected:
-        fail(where, f"the API server would {'not ' if expected else ''}store it")
-    if expected is None and not stored:
-        refused_random += 1
-    if (reason == "InvalidSpec") == stored:
-        fail(where, f"the hook answers {reason} for a selector the API server would {'' if stored else 'not '}store")
-if not 0 < refused_random < RANDOM_SELECTORS:
-    fail(os.path.relpath(RULE_CASES), f"the API server refuses {refused_random} of {RANDOM_SELECTORS} random selectors: they tell nothing apart")
+# (CRD, cases in RULE_CASES and the field each sets, the fixture whose request the hook is run
+# on with the case in its parent, the hook, random cases): the hook answers InvalidSpec for
+# exactly the objects the API server would not store.
+AGREEMENT = [
+    (("metahooks.dev", "AppDiscovery", "v1alpha1"), "appDiscoverySelectors", ("spec", "selector"),
+     "app-discovery/sync-single-service-created-at-once.request.json", "app-discovery/sync", random_selector),
+    (("metahooks.dev", "CertificateManager", "v1alpha1"), "certificateManagerSpecs", ("spec",),
+     "cert-rotation/sync-step0-issues-leaves.request.json", "cert-rotation/sync", random_manager_spec),
+]
+for key, cases_key, (*path, field), fixture, route, random_case in AGREEMENT:
+    with open(os.path.join(FIXTURES, fixture)) as f:
+        request = json.load(f)
+    rng = random.Random(13)
+    cases = [(f"{cases_key}[{i}]", case[field], case["stored"]) for i, case in enumerate(rule_cases[cases_key])]
+    cases += [(f"random {field} {i}", random_case(rng), None) for i in range(RANDOM_CASES)]
+    refused_random = 0
+    for name, value, expected in cases:
+        where = f"{os.path.relpath(RULE_CASES)}: {name} {json.dumps(value)}"
+        parent = copy.deepcopy(request["parent"])
+        functools.reduce(dict.get, path, parent)[field] = value
+        stored = not api_server_refusals(key, parent)
+        if expected is not None and stored != expected:
+            fail(where, f"the API server would {'not ' if expected else ''}store it")
+        refused_random += expected is None and not stored
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as request_file:
+            json.dump({**request, "parent": parent}, request_file)
+            request_file.flush()
+            answer = json.loads(subprocess.run([BINARY, "run", route, request_file.name, "--now", "2026-06-01T12:00:00Z"],
+                                               check=True, capture_output=True, text=True).stdout)
+        reason = answer["status"]["conditions"][0]["reason"]
+        if (reason == "InvalidSpec") == stored:
+            fail(where, f"{route} answers {reason} for a {key[1]} the API server would {'' if stored else 'not '}store")
+    if not 0 < refused_random < RANDOM_CASES:
+        fail(os.path.relpath(RULE_CASES), f"the API server refuses {refused_random} of {RANDOM_CASES} random "
+             f"{key[1]} cases: they tell nothing apart")
 rule_fixtures, exempt_refused = 0, set()
 for request_file in sorted(glob.glob(os.path.join(FIXTURES, "*", "*.request.json"))):
     fixture = os.path.relpath(request_file, FIXTURES)

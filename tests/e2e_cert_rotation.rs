@@ -1191,7 +1191,7 @@ fn a_secret_of_a_leafs_name_the_manager_does_not_own_is_never_written() {
 /// ConfigMap named as its trust bundle that it did not make (a user's, or another manager's of
 /// the same `configMapName`) is never written: Metacontroller's create of the bundle meets
 /// `AlreadyExists`, which it swallows (contract §10), and the manager says `IssuersReady`. The
-/// leaves carry the trust in their own `ca.crt`. The README (A CertificateManager's names) says
+/// leaves carry the trust in their own `ca.crt`. The README (A CertificateManager's spec) says
 /// so, how to tell, and that a new name moves the bundle, as the end of this scenario does.
 #[test]
 fn a_configmap_of_the_bundles_name_the_manager_did_not_make_stays_as_it_was() {

@@ -814,7 +814,8 @@ fn an_edited_child_is_put_back_as_its_update_strategy_says() {
 const WIDGET_SCHEMA: &str = r#"{"type": "object", "properties": {
   "spec": {"type": "object", "properties": {
     "selector": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-    "children": {"type": "array", "maxItems": 8, "items": {"type": "object", "required": ["name"],
+    "children": {"type": "array", "maxItems": 8, "x-kubernetes-list-type": "map",
+      "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object", "required": ["name"],
       "properties": {"name": {"type": "string", "pattern": "^[a-z]+$"}, "value": {"type": "string"}}}}}},
   "status": {"type": "object", "properties": {"observed": {"type": "integer"},
     "related": {"type": "integer"}, "observedGeneration": {"type": "integer"}}}}}"#;
@@ -893,13 +894,20 @@ fn a_custom_resource_is_validated_against_its_schema() {
         err.contains(r#".spec.children[0].name: Invalid value: "A1": should match '^[a-z]+$'"#),
         "{err}"
     );
-    w["spec"]["children"] = json!(vec![json!({"name": "a"}); 9]);
+    let named = |names: &str| -> Value { names.chars().map(|n| json!({"name": n})).collect() };
+    w["spec"]["children"] = named("abcdefghi");
     let err = sim.apply(&w.to_string()).unwrap_err();
     assert!(
         err.contains(".spec.children: Too many: 9: must have at most 8 items"),
         "{err}"
     );
-    w["spec"]["children"] = json!(vec![json!({"name": "a"}); 8]);
+    w["spec"]["children"] = named("abcb");
+    let err = sim.apply(&w.to_string()).unwrap_err();
+    assert!(
+        err.contains(r#".spec.children[3]: Duplicate value: ["b"]"#),
+        "{err}"
+    );
+    w["spec"]["children"] = named("abcdefgh");
     sim.apply(&w.to_string()).unwrap();
 
     sim.apply(&widget(&[("a", "1")])).unwrap();

@@ -2018,8 +2018,9 @@ fn validate_metadata(metadata: &Value) -> Result<(), String> {
 /// A custom resource against its CRD's structural schema, as the API server validates it
 /// after pruning and defaulting: each value of its `type` (`nullable` letting null through,
 /// `x-kubernetes-int-or-string` an integer or a string), the `required` properties, `enum`,
-/// `minimum`, `maxLength`, `maxItems` and `pattern`. `metadata` is the API server's own. The
-/// CRDs' validation rules (`x-kubernetes-validations`, CEL) are not evaluated.
+/// `minimum`, `maxLength`, `maxItems`, `pattern` and the keys of an `x-kubernetes-list-type:
+/// map` list, each given once. `metadata` is the API server's own. The CRDs' validation rules
+/// (`x-kubernetes-validations`, CEL) are not evaluated.
 fn validate_schema(value: &Value, schema: &Value, at: &str) -> Result<(), String> {
     let invalid = |why: String| Err(format!("{}: {why}", if at.is_empty() { "." } else { at }));
     if value.is_null() && schema["nullable"] == json!(true) {
@@ -2093,6 +2094,26 @@ fn validate_schema(value: &Value, schema: &Value, at: &str) -> Result<(), String
             if let Some(item_schema) = schema.get("items") {
                 for (i, item) in items.iter().enumerate() {
                     validate_schema(item, item_schema, &format!("{at}[{i}]"))?;
+                }
+            }
+            if schema["x-kubernetes-list-type"] == json!("map") {
+                let keys = schema["x-kubernetes-list-map-keys"].as_array();
+                let key_of = |item: &Value| -> Vec<Value> {
+                    keys.into_iter()
+                        .flatten()
+                        .map(|k| item[k.as_str().unwrap_or_default()].clone())
+                        .collect()
+                };
+                for (i, item) in items.iter().enumerate() {
+                    if items[..i]
+                        .iter()
+                        .any(|before| key_of(before) == key_of(item))
+                    {
+                        return Err(format!(
+                            "{at}[{i}]: Duplicate value: {}",
+                            Value::Array(key_of(item))
+                        ));
+                    }
                 }
             }
         }
