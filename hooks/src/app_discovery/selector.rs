@@ -1,7 +1,9 @@
 //! The AppDiscovery's `spec.selector` as Metacontroller reads it (a metav1.LabelSelector): the
 //! children it adopts and the desired children it lets through. Metacontroller fails a whole
 //! sync when a desired child's labels do not match it (contract §5, step 8) and writes no
-//! status then, so the hook checks the labels of what it would write against it first.
+//! status then, so the hook checks the labels of what it would write against it first. It also
+//! adopts every orphan the selector selects, so the hook checks that it selects only objects
+//! labelled `managed-by: keptn`, never the KeptnApps users made.
 
 use crate::contract::{Strings, Text};
 use crate::json::Json;

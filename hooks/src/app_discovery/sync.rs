@@ -205,10 +205,11 @@ pub fn sync<'r>(req: &'r SyncRequest<'r>, now: OffsetDateTime) -> SyncResponse<'
                  deletes them; put {MANAGED_BY}: keptn in spec.selector.matchLabels"
             )
         });
-        match (misses, broad) {
-            (None, None) => Ok(selector),
-            (Some(problem), None) | (None, Some(problem)) => Err(problem),
-            (Some(misses), Some(broad)) => Err(format!("{misses}; {broad}")),
+        let problems: Vec<String> = [misses, broad].into_iter().flatten().collect();
+        if problems.is_empty() {
+            Ok(selector)
+        } else {
+            Err(problems.join("; "))
         }
     });
     let (timeout, selector) = match (timeout, selector) {
