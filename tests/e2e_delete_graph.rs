@@ -1,6 +1,8 @@
 //! delete-graph end to end: the real server, the project's manifests, the simulator and its fake
-//! kubelet. After every deletion the simulator checks that no Pod went while a dependent that
-//! needs it running was pending or running.
+//! kubelet. Before every create and every deletion the simulator holds Metacontroller's write to
+//! the gating rules (§5), read again here from the store: no Pod goes while a dependent that
+//! needs it running is pending or running, and none starts before its dependencies meet their
+//! conditions or while an older Pod of its workload is left.
 
 mod common;
 mod sim;
@@ -12,6 +14,7 @@ use std::rc::Rc;
 
 const NS: &str = "shop";
 
+/// Pending (or no phase yet) or Running, and not terminating: a Pod that holds its dependencies.
 fn is_live(p: &Value) -> bool {
     p["metadata"].get("deletionTimestamp").is_none()
         && matches!(
@@ -20,47 +23,192 @@ fn is_live(p: &Value) -> bool {
         )
 }
 
-/// The invariant: a Pod of workload D is deleted only when no live Pod needs D running.
-fn no_early_delete(store: &Store, deleted: &Value) -> Result<(), String> {
-    let ns = deleted["metadata"]["namespace"]
+fn workload_of(pod: &Value) -> &str {
+    pod["metadata"]["labels"]["metahooks.dev/workload"]
         .as_str()
-        .unwrap_or_default();
-    let Some(d) = deleted["metadata"]["labels"]["metahooks.dev/workload"].as_str() else {
-        return Ok(());
-    };
-    for p in store.list("Pod", Some(ns)) {
-        let deps: Value = serde_json::from_str(
-            p["metadata"]["annotations"]["metahooks.dev/dependencies"]
-                .as_str()
-                .unwrap_or("{}"),
-        )
-        .unwrap_or(json!({}));
-        if deps[d] == "ADD_COND_RUNNING" && is_live(p) {
+        .unwrap_or_default()
+}
+
+fn terminating(pod: &Value) -> bool {
+    pod["metadata"].get("deletionTimestamp").is_some()
+}
+
+/// What the store says of a Pod's set when Metacontroller creates or deletes the Pod: the spec's
+/// workloads (none in a teardown) and the set's Pods, each with whether it is current.
+struct Seen<'s> {
+    workloads: Value,
+    pods: Vec<(&'s Value, bool)>,
+}
+
+impl<'s> Seen<'s> {
+    fn of(store: &'s Store, pod: &Value) -> Seen<'s> {
+        let set_of = |o: &Value| o["metadata"]["labels"]["metahooks.dev/workload-set"].clone();
+        let set = store
+            .list("WorkloadSet", Some(NS))
+            .into_iter()
+            .find(|s| s["metadata"]["name"] == set_of(pod));
+        let workloads = match set {
+            Some(s) if !terminating(s) => s["spec"]["workloads"].clone(),
+            _ => json!({}),
+        };
+        let pods = store
+            .list("Pod", Some(NS))
+            .into_iter()
+            .filter(|p| set_of(p) == set_of(pod))
+            .map(|p| {
+                // Current: its spec is its workload's template as rendered (§3). The scenarios
+                // change templates only in their Pods' spec, so the name's hash is not needed.
+                let template = &workloads[workload_of(p)]["template"];
+                let current = template.is_object() && {
+                    let mut spec = template["spec"].clone();
+                    let policy = match workloads[workload_of(p)]["restartPolicy"].as_str() {
+                        Some("ALWAYS") => "Always",
+                        Some("ON_FAILURE") => "OnFailure",
+                        _ => "Never",
+                    };
+                    spec["restartPolicy"] = json!(policy);
+                    p["spec"] == spec
+                };
+                (p, current)
+            })
+            .collect();
+        Seen { workloads, pods }
+    }
+
+    /// The dependencies a Pod answers to: its workload's in the spec when it is current, those
+    /// its annotation recorded otherwise (§4).
+    fn dependencies(&self, pod: &Value, current: bool) -> Value {
+        if current {
+            return self.workloads[workload_of(pod)]["dependencies"].clone();
+        }
+        pod["metadata"]["annotations"]["metahooks.dev/dependencies"]
+            .as_str()
+            .and_then(|a| serde_json::from_str(a).ok())
+            .unwrap_or(json!({}))
+    }
+
+    /// The delete graph's edges (§4): from each dependency to each dependent that needs it
+    /// running, by the spec and by the obsolete Pods' annotations.
+    fn edges(&self) -> BTreeSet<(String, String)> {
+        let mut edges = BTreeSet::new();
+        let running = |deps: &Value, x: &str, edges: &mut BTreeSet<(String, String)>| {
+            for (d, c) in deps.as_object().into_iter().flatten() {
+                if c == "ADD_COND_RUNNING" {
+                    edges.insert((d.clone(), x.to_owned()));
+                }
+            }
+        };
+        for (x, w) in self.workloads.as_object().into_iter().flatten() {
+            running(&w["dependencies"], x, &mut edges);
+        }
+        for (p, current) in &self.pods {
+            if !current {
+                running(&self.dependencies(p, false), workload_of(p), &mut edges);
+            }
+        }
+        edges
+    }
+
+    /// Whether `d` and `x` lie in one strongly connected component of the graph restricted to
+    /// the workloads with an obsolete, non-terminating Pod (§5's deadlock breaker).
+    fn one_obsolete_component(&self, d: &str, x: &str) -> bool {
+        let obsolete: BTreeSet<&str> = self
+            .pods
+            .iter()
+            .filter(|(p, current)| !current && !terminating(p))
+            .map(|(p, _)| workload_of(p))
+            .collect();
+        let edges: Vec<(String, String)> = self
+            .edges()
+            .into_iter()
+            .filter(|(a, b)| obsolete.contains(a.as_str()) && obsolete.contains(b.as_str()))
+            .collect();
+        let reaches = |from: &str, to: &str| {
+            let mut seen = BTreeSet::new();
+            let mut next = vec![from.to_owned()];
+            while let Some(n) = next.pop() {
+                for (a, b) in &edges {
+                    if *a == n && seen.insert(b.clone()) {
+                        next.push(b.clone());
+                    }
+                }
+            }
+            seen.contains(to)
+        };
+        obsolete.contains(d) && obsolete.contains(x) && reaches(d, x) && reaches(x, d)
+    }
+}
+
+/// A Pod of workload D goes only when no live Pod needs D running, except across a loop of
+/// obsolete Pods, where only a current Pod holds (§5, delete gating).
+fn gated_delete(store: &Store, deleted: &Value) -> Result<(), String> {
+    let name = &deleted["metadata"]["name"];
+    let seen = Seen::of(store, deleted);
+    let d = workload_of(deleted);
+    for (p, current) in &seen.pods {
+        let x = workload_of(p);
+        let needs = seen.dependencies(p, *current)[d] == "ADD_COND_RUNNING";
+        // Inside a loop of obsolete Pods only a current Pod holds (the deadlock breaker).
+        let holds = *current || !seen.one_obsolete_component(d, x);
+        if needs && is_live(p) && holds {
             return Err(format!(
-                "{} deleted while {} (needs it running) is {}",
-                deleted["metadata"]["name"], p["metadata"]["name"], p["status"]["phase"]
+                "{name} deleted while {} (needs {d} running) is {}",
+                p["metadata"]["name"], p["status"]["phase"]
             ));
         }
     }
     Ok(())
 }
 
-/// A simulator on the delete-graph manifests, with the invariant checked and the workloads of
+/// A Pod of workload W is made only when the set is not being deleted, no Pod of W is left at all, and each of W's dependencies has a current, non-terminating Pod in the phase
+/// its condition asks for (§5, create gating).
+fn gated_create(store: &Store, created: &Value) -> Result<(), String> {
+    let name = &created["metadata"]["name"];
+    let seen = Seen::of(store, created);
+    let w = workload_of(created);
+    if seen.workloads.get(w).is_none() {
+        return Err(format!("{name} created in a teardown or for no workload"));
+    }
+    if let Some((p, _)) = seen.pods.iter().find(|(p, _)| workload_of(p) == w) {
+        return Err(format!(
+            "{name} created while {} is there",
+            p["metadata"]["name"]
+        ));
+    }
+    for (d, condition) in seen.workloads[w]["dependencies"]
+        .as_object()
+        .into_iter()
+        .flatten()
+    {
+        let phase = match condition.as_str() {
+            Some("ADD_COND_RUNNING") => "Running",
+            Some("ADD_COND_SUCCEEDED") => "Succeeded",
+            _ => "Failed",
+        };
+        let met = seen.pods.iter().any(|(p, current)| {
+            *current && workload_of(p) == d && !terminating(p) && p["status"]["phase"] == phase
+        });
+        if !met {
+            return Err(format!("{name} created before {d} met {condition}"));
+        }
+    }
+    Ok(())
+}
+
+/// A simulator on the delete-graph manifests, with the gating rules checked and the workloads of
 /// deleted Pods recorded in deletion order.
 fn sim() -> (Sim, Rc<RefCell<Vec<String>>>) {
     with_checks(Sim::with_manifests(&["delete-graph"]))
 }
 
-/// `sim` with the deletion invariant checked and deleted Pods' workloads recorded in order.
+/// `sim` with the gating rules checked and deleted Pods' workloads recorded in order.
 fn with_checks(mut sim: Sim) -> (Sim, Rc<RefCell<Vec<String>>>) {
-    sim.delete_checks.push(Box::new(no_early_delete));
+    sim.delete_checks.push(Box::new(gated_delete));
+    sim.create_checks.push(Box::new(gated_create));
     let order = Rc::new(RefCell::new(Vec::new()));
     let record = order.clone();
     sim.delete_checks.push(Box::new(move |_, pod| {
-        let w = pod["metadata"]["labels"]["metahooks.dev/workload"]
-            .as_str()
-            .unwrap_or_default();
-        record.borrow_mut().push(w.to_owned());
+        record.borrow_mut().push(workload_of(pod).to_owned());
         Ok(())
     }));
     (sim, order)
@@ -307,6 +455,56 @@ fn template_update_of_a_dependency_under_a_running_dependent() {
         "postgres:17"
     );
     assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+}
+
+/// §5's deadlock breaker, end to end. The dependency between a and b is reversed while both
+/// run, a's Pod is replaced under the new spec, and then both templates change: a's old Pod
+/// records that it needs b running, b's that it needs a. Each would hold the other forever, so
+/// only current Pods count inside that loop: both old Pods go in one sync, and the new ones
+/// start in the new order.
+#[test]
+fn a_dependency_reversed_under_running_pods_lets_both_old_pods_go() {
+    let (mut sim, order) = sim();
+    let pair = |a_tag: u32, b_tag: u32, a_deps: Value, b_deps: Value| {
+        set(json!({
+            "a": workload(&format!("a:{a_tag}"), a_deps, "ALWAYS"),
+            "b": workload(&format!("b:{b_tag}"), b_deps, "ALWAYS"),
+        }))
+    };
+    let needs = |w: &str| json!({ w: "ADD_COND_RUNNING" });
+    sim.apply(&pair(1, 1, json!({}), needs("a"))).unwrap();
+    sim.run_until_quiet();
+    sim.set_workload_phase(NS, "a", "Running");
+    sim.run_until_quiet();
+    sim.set_workload_phase(NS, "b", "Running");
+    // Reversed: a now needs b. Both Pods stay current; then a's is replaced.
+    sim.apply(&pair(1, 1, needs("b"), json!({}))).unwrap();
+    sim.run_until_quiet();
+    sim.apply(&pair(2, 1, needs("b"), json!({}))).unwrap();
+    sim.run_until_quiet();
+    sim.finish_terminations();
+    sim.run_until_quiet();
+    sim.set_workload_phase(NS, "a", "Running");
+    assert_eq!(*order.borrow(), ["a"]);
+    let annotation = |sim: &Sim, w: &str| {
+        let pod = sim.workload_pod(NS, w).unwrap();
+        sim.get("Pod", NS, &pod).unwrap()["metadata"]["annotations"]["metahooks.dev/dependencies"]
+            .clone()
+    };
+    assert_eq!(annotation(&sim, "a"), r#"{"b":"ADD_COND_RUNNING"}"#);
+    assert_eq!(annotation(&sim, "b"), r#"{"a":"ADD_COND_RUNNING"}"#);
+
+    sim.apply(&pair(3, 2, needs("b"), json!({}))).unwrap();
+    sim.run_until_quiet();
+    assert_eq!(*order.borrow(), ["a", "a", "b"]);
+    sim.finish_terminations();
+    sim.run_until_quiet();
+    assert_eq!(running(&sim), ["b"]);
+    sim.set_workload_phase(NS, "b", "Running");
+    sim.run_until_quiet();
+    assert_eq!(running(&sim), ["a", "b"]);
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
 
 #[test]
@@ -601,4 +799,394 @@ fn a_dependent_the_caches_have_not_heard_of_lets_its_dependency_go() {
     sim.run_until_quiet();
     assert!(sim.get("WorkloadSet", NS, "shop").is_none());
     assert_eq!(sim.violations.len(), 1);
+}
+
+// ---- random walks ----
+//
+// A set of up to six workloads is edited at random (templates, restart policies, dependencies
+// rewired in a new order, workloads added and removed, a cycle stored past the webhook), while a
+// fake kubelet moves Pods through the phases their restart policy allows, stops them and evicts
+// them. Metacontroller's every create and delete is held to the gating rules (§5) as a second
+// reading of them, the set's status to its spec, and the walk ends with a teardown that must
+// finish. The caches never lag here: the one window that opens is pinned above.
+
+use common::walk::{seeds, Rng};
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
+
+const POOL: [&str; 4] = ["a", "b", "c", "d"];
+const POLICIES: [&str; 3] = ["NEVER", "ON_FAILURE", "ALWAYS"];
+
+/// One planned workload: its image's tag, restart policy and dependencies.
+#[derive(Clone, Debug)]
+struct Planned {
+    tag: u32,
+    policy: &'static str,
+    dependencies: BTreeMap<String, &'static str>,
+}
+
+type Plan = BTreeMap<&'static str, Planned>;
+
+fn plan_workloads(plan: &Plan) -> Value {
+    plan.iter()
+        .map(|(w, p)| {
+            let image = format!("{w}:{}", p.tag);
+            (
+                w.to_string(),
+                workload(&image, json!(p.dependencies), p.policy),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// Dependencies drawn anew: each workload on some of those before it in a random order, and now
+/// and then on `ghost`, which never exists. `running_only` keeps to `ADD_COND_RUNNING`.
+fn wire(rng: &mut Rng, plan: &mut Plan, running_only: bool) {
+    let mut order: Vec<&'static str> = plan.keys().copied().collect();
+    rng.shuffle(&mut order);
+    for (i, w) in order.iter().enumerate() {
+        let mut dependencies = BTreeMap::new();
+        for d in &order[..i] {
+            if rng.chance(35) {
+                let condition = match rng.below(10) {
+                    _ if running_only => "ADD_COND_RUNNING",
+                    0..=5 => "ADD_COND_RUNNING",
+                    6..=7 => "ADD_COND_SUCCEEDED",
+                    _ => "ADD_COND_FAILED",
+                };
+                dependencies.insert(d.to_string(), condition);
+            }
+        }
+        if !running_only && rng.chance(5) {
+            dependencies.insert("ghost".to_owned(), "ADD_COND_RUNNING");
+        }
+        plan.get_mut(w).unwrap().dependencies = dependencies;
+    }
+}
+
+/// Every dependency between planned workloads turned around: "we had it backwards".
+fn reverse(plan: &mut Plan) {
+    let edges: Vec<(String, &'static str, &'static str)> = plan
+        .iter_mut()
+        .flat_map(|(w, p)| {
+            let moved: Vec<String> = p
+                .dependencies
+                .keys()
+                .filter(|d| POOL.contains(&d.as_str()))
+                .cloned()
+                .collect();
+            moved
+                .into_iter()
+                .map(|d| {
+                    let condition = p.dependencies.remove(&d).unwrap();
+                    (d, *w, condition)
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for (d, w, condition) in edges {
+        if let Some(p) = plan.get_mut(d.as_str()) {
+            p.dependencies.insert(w.to_owned(), condition);
+        }
+    }
+}
+
+/// Whether the plan's dependencies (missing workloads left out) hold a cycle.
+fn cyclic(plan: &Plan) -> bool {
+    fn reaches(plan: &Plan, from: &str, to: &str, seen: &mut BTreeSet<String>) -> bool {
+        plan.get(from).is_some_and(|p| {
+            p.dependencies
+                .keys()
+                .any(|d| d == to || (seen.insert(d.clone()) && reaches(plan, d, to, seen)))
+        })
+    }
+    plan.keys()
+        .any(|w| reaches(plan, w, w, &mut BTreeSet::new()))
+}
+
+/// The phases the kubelet may move a Pod to next under its restart policy: `Always` never ends,
+/// `OnFailure` restarts the container instead of failing.
+fn next_phases(pod: &Value) -> Vec<&'static str> {
+    let policy = pod["spec"]["restartPolicy"].as_str().unwrap_or("Always");
+    let mut next = match pod["status"]["phase"].as_str() {
+        None | Some("Pending") => vec!["Running", "Unknown"],
+        Some("Running") => vec!["Unknown"],
+        Some("Unknown") => vec!["Running"],
+        _ => vec![],
+    };
+    if !matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    ) {
+        if policy != "Always" {
+            next.push("Succeeded");
+        }
+        if policy == "Never" {
+            next.push("Failed");
+        }
+    }
+    next
+}
+
+/// A cooperating kubelet: each Pending Pod ends in the phase the plan's dependents ask of its
+/// workload, where its policy allows, else runs; and every stopping Pod goes. Repeated until
+/// nothing changes or `rounds` run out.
+fn settle(sim: &mut Sim, plan: &Plan, rounds: usize) {
+    for _ in 0..rounds {
+        sim.finish_terminations();
+        let pending: Vec<(String, String, String)> = sim
+            .list("Pod", NS)
+            .into_iter()
+            .filter(|p| {
+                !terminating(p) && matches!(p["status"]["phase"].as_str(), None | Some("Pending"))
+            })
+            .map(|p| {
+                let name = p["metadata"]["name"].as_str().unwrap().to_owned();
+                let policy = p["spec"]["restartPolicy"].as_str().unwrap_or("Always");
+                (name, workload_of(p).to_owned(), policy.to_owned())
+            })
+            .collect();
+        if pending.is_empty() && sim.run_until_quiet() == 0 {
+            return;
+        }
+        for (name, w, policy) in pending {
+            let asked: BTreeSet<&str> = plan
+                .values()
+                .filter_map(|p| p.dependencies.get(&w).copied())
+                .collect();
+            let phase = if asked.contains("ADD_COND_SUCCEEDED") && policy != "Always" {
+                "Succeeded"
+            } else if asked.contains("ADD_COND_FAILED") && policy == "Never" {
+                "Failed"
+            } else {
+                "Running"
+            };
+            sim.set_pod_phase(NS, &name, phase);
+        }
+        sim.run_until_quiet();
+    }
+}
+
+/// One walk of `steps` random steps from `seed`; panics with the seed and the steps taken.
+fn delete_graph_walk(seed: u64, steps: usize) {
+    let mut rng = Rng::new(seed);
+    let (mut sim, _) = sim();
+    // A frozen set creates and deletes nothing (§6.1).
+    let frozen = Rc::new(Cell::new(false));
+    let f = frozen.clone();
+    sim.delete_checks
+        .push(Box::new(move |_, pod| match f.get() {
+            true => Err(format!(
+                "{} deleted in a frozen set",
+                pod["metadata"]["name"]
+            )),
+            false => Ok(()),
+        }));
+    let f = frozen.clone();
+    sim.create_checks
+        .push(Box::new(move |_, pod| match f.get() {
+            true => Err(format!(
+                "{} created in a frozen set",
+                pod["metadata"]["name"]
+            )),
+            false => Ok(()),
+        }));
+    let mut log = vec![format!("seed {seed}")];
+    let check = |sim: &Sim, log: &[String], plan: &Plan, frozen: bool| {
+        let failed = |what: String| panic!("{what}\n{}", log.join("\n"));
+        if !sim.violations.is_empty() {
+            failed(format!("{:?}", sim.violations));
+        }
+        if !sim.sync_errors.is_empty() {
+            failed(format!("{:?}", sim.sync_errors));
+        }
+        let status = &sim.get("WorkloadSet", NS, "shop").unwrap()["status"];
+        let valid = &status["conditions"][0];
+        if valid["type"] != "Valid" || (valid["status"] == "True") == frozen {
+            failed(format!(
+                "frozen: {frozen}, conditions {}",
+                status["conditions"]
+            ));
+        }
+        if !frozen {
+            for w in plan.keys() {
+                if status["workloads"].get(*w).is_none() {
+                    failed(format!("no status of {w}: {status}"));
+                }
+            }
+        }
+    };
+
+    // From nothing, under dependencies on running workloads alone, everything starts.
+    let mut plan: Plan = POOL[..2 + rng.below(POOL.len() - 1)]
+        .iter()
+        .map(|w| {
+            (
+                *w,
+                Planned {
+                    tag: 1,
+                    policy: POLICIES[rng.below(POLICIES.len())],
+                    dependencies: BTreeMap::new(),
+                },
+            )
+        })
+        .collect();
+    wire(&mut rng, &mut plan, true);
+    log.push(format!("start {plan:?}"));
+    sim.apply(&set(plan_workloads(&plan))).unwrap();
+    sim.run_until_quiet();
+    settle(&mut sim, &plan, 2 * POOL.len());
+    check(&sim, &log, &plan, false);
+    let status = sim.get("WorkloadSet", NS, "shop").unwrap()["status"]["workloads"].clone();
+    for w in plan.keys() {
+        assert_eq!(
+            status[*w]["state"],
+            "Running",
+            "{w}: {status}\n{}",
+            log.join("\n")
+        );
+    }
+
+    for step in 0..steps {
+        let pods: Vec<Value> = sim
+            .list("Pod", NS)
+            .into_iter()
+            .filter(|p| !terminating(p))
+            .cloned()
+            .collect();
+        let mut edited = plan.clone();
+        match rng.below(100) {
+            0..=19 if !pods.is_empty() => {
+                let pod = rng.pick(&pods);
+                let next = next_phases(pod);
+                if !next.is_empty() {
+                    let phase = *rng.pick(&next);
+                    let name = pod["metadata"]["name"].as_str().unwrap();
+                    log.push(format!("{step}: {name} {phase}"));
+                    sim.set_pod_phase(NS, name, phase);
+                }
+            }
+            20..=29 => {
+                log.push(format!("{step}: terminations finish"));
+                sim.finish_terminations();
+            }
+            30..=34 if !pods.is_empty() => {
+                let name = rng.pick(&pods)["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                log.push(format!("{step}: {name} evicted"));
+                sim.store_delete_direct("Pod", NS, &name);
+            }
+            35..=49 if !plan.is_empty() => {
+                let w = *rng.pick(&plan.keys().copied().collect::<Vec<_>>());
+                let p = edited.get_mut(w).unwrap();
+                if rng.chance(60) {
+                    p.tag += 1;
+                } else {
+                    p.policy = *rng.pick(&POLICIES);
+                }
+            }
+            50..=57 => wire(&mut rng, &mut edited, false),
+            58..=64 => reverse(&mut edited),
+            65..=74 => {
+                let w = *rng.pick(&POOL);
+                if edited.remove(w).is_none() {
+                    let tag = 1 + rng.below(2) as u32;
+                    let policy = *rng.pick(&POLICIES);
+                    let mut dependencies = BTreeMap::new();
+                    for d in plan.keys().filter(|_| rng.chance(40)) {
+                        dependencies.insert(d.to_string(), "ADD_COND_RUNNING");
+                    }
+                    edited.insert(
+                        w,
+                        Planned {
+                            tag,
+                            policy,
+                            dependencies,
+                        },
+                    );
+                }
+            }
+            75..=81 => {
+                // A release: every image at once.
+                for p in edited.values_mut() {
+                    p.tag += 1;
+                }
+            }
+            82..=85 if plan.len() >= 2 => {
+                // A cycle stored past the webhook (written before it was installed): the set
+                // freezes until the next edit the webhook admits.
+                let mut cycle = plan.clone();
+                let names: Vec<&str> = cycle.keys().copied().collect();
+                for (i, w) in names.iter().enumerate() {
+                    let d = names[(i + 1) % names.len()];
+                    cycle
+                        .get_mut(w)
+                        .unwrap()
+                        .dependencies
+                        .insert(d.to_owned(), "ADD_COND_SUCCEEDED");
+                }
+                log.push(format!("{step}: stored past the webhook {cycle:?}"));
+                sim.apply_before_webhooks(&set(plan_workloads(&cycle)))
+                    .unwrap();
+                frozen.set(true);
+            }
+            _ => {
+                log.push(format!("{step}: settle"));
+                settle(&mut sim, &plan, 3);
+            }
+        }
+        if edited.len() != plan.len() || format!("{edited:?}") != format!("{plan:?}") {
+            log.push(format!("{step}: apply {edited:?}"));
+            let applied = sim.apply(&set(plan_workloads(&edited)));
+            match (&applied, cyclic(&edited)) {
+                (Ok(()), false) => {
+                    plan = edited;
+                    frozen.set(false);
+                }
+                (Err(e), true) if e.contains("is part of a cycle") => {
+                    log.push(format!("refused: {e}"))
+                }
+                _ => panic!(
+                    "{applied:?}, cyclic: {}\n{}",
+                    cyclic(&edited),
+                    log.join("\n")
+                ),
+            }
+        }
+        sim.run_until_quiet();
+        check(&sim, &log, &plan, frozen.get());
+    }
+
+    // A teardown always ends, however the walk left the set: one link of each chain per sync.
+    log.push("delete the set".to_owned());
+    frozen.set(false);
+    sim.delete("WorkloadSet", NS, "shop").unwrap();
+    for _ in 0..2 * POOL.len() + 2 {
+        sim.run_until_quiet();
+        sim.finish_terminations();
+    }
+    sim.run_until_quiet();
+    assert!(
+        sim.violations.is_empty(),
+        "{:?}\n{}",
+        sim.violations,
+        log.join("\n")
+    );
+    assert!(
+        sim.get("WorkloadSet", NS, "shop").is_none(),
+        "{}",
+        log.join("\n")
+    );
+    assert!(sim.list("Pod", NS).is_empty(), "{}", log.join("\n"));
+}
+
+/// Random walks of a set (see above); `WALK_SEEDS=<count>` walks more, `WALK_SEED=<n>` replays.
+#[test]
+fn random_walks_keep_the_gating_rules_and_end_in_a_teardown() {
+    for seed in seeds(16) {
+        delete_graph_walk(seed, 60);
+    }
 }

@@ -1,12 +1,14 @@
 //! Helpers shared by the integration tests: an in-process server on loopback port 0, a tiny
 //! HTTP/1.1 client over std sockets (so tests can send partial bodies), a TLS client that
 //! reports the certificate the server presented, files mounted the kubelet's way, and two
-//! workloads of the mesh talking mutual TLS with what their leaf Secrets mount.
+//! workloads of the mesh talking mutual TLS with what their leaf Secrets mount, and the random
+//! source of the simulator's random walks.
 #![allow(dead_code)]
 
 pub mod mesh_tls;
 pub mod mounted;
 pub mod tls;
+pub mod walk;
 
 use metahooks::config::ServeConfig;
 use std::io::{Read, Write};

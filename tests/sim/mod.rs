@@ -35,8 +35,9 @@ struct Resource {
     columns: Vec<(String, String)>,
 }
 
-/// Called before Metacontroller deletes a child; an `Err` is recorded as a violation.
-pub type DeleteCheck = Box<dyn FnMut(&Store, &Value) -> Result<(), String>>;
+/// Called with the store before Metacontroller deletes or creates a child, and that child; an
+/// `Err` is recorded as a violation.
+pub type ChildCheck = Box<dyn FnMut(&Store, &Value) -> Result<(), String>>;
 
 /// A row as [`Sim::get_row`] gives it, from (column, value) pairs.
 pub fn row(cells: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -368,7 +369,8 @@ pub struct Sim {
     /// The path and body of each hook call, Metacontroller's and the API server's, in call
     /// order.
     pub requests: Vec<(String, Value)>,
-    pub delete_checks: Vec<DeleteCheck>,
+    pub delete_checks: Vec<ChildCheck>,
+    pub create_checks: Vec<ChildCheck>,
     pub violations: Vec<String>,
     /// Errors Metacontroller would record as SyncError events, in order.
     pub sync_errors: Vec<String>,
@@ -532,6 +534,7 @@ impl Sim {
             calls: Vec::new(),
             requests: Vec::new(),
             delete_checks: Vec::new(),
+            create_checks: Vec::new(),
             violations: Vec::new(),
             sync_errors: Vec::new(),
         }
@@ -1723,6 +1726,11 @@ impl Sim {
                     if self.store.get(&k).is_some() {
                         // AlreadyExists (someone else's object): swallowed.
                         continue;
+                    }
+                    for check in self.create_checks.iter_mut() {
+                        if let Err(v) = check(&self.store, &d) {
+                            self.violations.push(v);
+                        }
                     }
                     let mut c = d.clone();
                     c["metadata"]["annotations"][apply::LAST_APPLIED] = json!(d.to_string());
