@@ -35,8 +35,9 @@ struct Resource {
     columns: Vec<(String, String)>,
 }
 
-/// Called with the store before Metacontroller deletes or creates a child, and that child; an
-/// `Err` is recorded as a violation.
+/// Called with the store as the sync's request saw it (before the sync's own writes) when
+/// Metacontroller deletes or creates a child, and that child; an `Err` is recorded as a
+/// violation.
 pub type ChildCheck = Box<dyn FnMut(&Store, &Value) -> Result<(), String>>;
 
 /// A row as [`Sim::get_row`] gives it, from (column, value) pairs.
@@ -98,7 +99,7 @@ fn rfc3339(secs: i64) -> String {
 }
 
 /// The in-memory object store of the simulated API server.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Store {
     objects: BTreeMap<Key, Value>,
     next_uid: u64,
@@ -1674,6 +1675,9 @@ impl Sim {
     ) -> bool {
         let errors_before = self.sync_errors.len();
         let now = self.now();
+        // The checks read the store as this sync's request saw it, before any of its writes.
+        let checked = (!self.delete_checks.is_empty() || !self.create_checks.is_empty())
+            .then(|| self.store.clone());
         let desired_keys: BTreeSet<Key> = desired.iter().map(key_of).collect();
         let (kind, name) = (str_at(owner, "/kind"), str_at(owner, "/metadata/name"));
         if desired_keys.len() < desired.len() {
@@ -1703,7 +1707,7 @@ impl Sim {
                     continue;
                 }
                 for check in self.delete_checks.iter_mut() {
-                    if let Err(v) = check(&self.store, o) {
+                    if let Err(v) = check(checked.as_ref().unwrap(), o) {
                         self.violations.push(v);
                     }
                 }
@@ -1728,7 +1732,7 @@ impl Sim {
                         continue;
                     }
                     for check in self.create_checks.iter_mut() {
-                        if let Err(v) = check(&self.store, &d) {
+                        if let Err(v) = check(checked.as_ref().unwrap(), &d) {
                             self.violations.push(v);
                         }
                     }
