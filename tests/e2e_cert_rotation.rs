@@ -426,6 +426,66 @@ fn an_invalid_combination_is_an_error_and_touches_no_certificate() {
     check_trust(&sim);
 }
 
+/// Roles the webhook admits one at a time can pass through combinations the manager refuses,
+/// and come out a rotation step too far: mrc-a signed with mrc-b trusted beside it, and after
+/// mrc-c passive (three in use), mrc-a passive, then inactive (none active), mrc-c active would
+/// sign leaves no workload trusts. A random walk found it. The manager keeps its issuers and
+/// says `RotationStepSkipped`; the way back is a step at a time, each one talking to the one
+/// before, to mrc-c signing alone.
+#[test]
+fn a_rotation_step_skipped_through_refused_roles_is_refused_too() {
+    let mut sim = sim();
+    let mut steps = walk(&mut sim, &[("mrc-a", "active"), ("mrc-b", "passive")]);
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-b".into()));
+    let before = leaves(&sim);
+    for (mrc, role, reason) in [
+        ("mrc-c", "passive", "TooManyMRCsInUse"),
+        ("mrc-a", "passive", "TooManyMRCsInUse"),
+        ("mrc-a", "inactive", "NoActiveMRC"),
+        ("mrc-c", "active", "RotationStepSkipped"),
+    ] {
+        set_role(&mut sim, mrc, Some(role)).unwrap();
+        let ready = first_condition(&sim, "CertificateManager", "mesh");
+        assert_eq!(ready["reason"], reason, "{mrc} {role}");
+    }
+    assert_eq!(
+        first_condition(&sim, "CertificateManager", "mesh")["message"],
+        "MeshRootCertificate mrc-c would sign before the leaves trust it (they trust mrc-a and \
+         mrc-b): roles go one rotation step at a time, mrc-c passive beside mrc-a, which signs \
+         now, before it is active (ROTATION.md)"
+    );
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-b".into()));
+    assert_eq!(leaves(&sim), before);
+    // §4.3: it signs with mrc-b beside it, after the error of the combinations before.
+    assert_eq!(state(&sim, "mrc-a"), "issuingRollout");
+    assert_eq!(state(&sim, "mrc-c"), "inactive", "no manager uses it");
+
+    // Back one step at a time: mrc-a active with mrc-c beside it, then mrc-c signs.
+    for (mrc, role) in [
+        ("mrc-a", "passive"),
+        ("mrc-c", "passive"),
+        ("mrc-b", "inactive"),
+    ] {
+        set_role(&mut sim, mrc, Some(role)).unwrap();
+    }
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-b".into()));
+    let back = [
+        ("mrc-a", "active"),
+        ("mrc-c", "active"),
+        ("mrc-a", "passive"),
+        ("mrc-a", "inactive"),
+    ];
+    steps.extend(walk(&mut sim, &back));
+    assert_eq!(issuers(&sim), ("mrc-c".into(), "mrc-c".into()));
+    assert_eq!(
+        first_condition(&sim, "CertificateManager", "mesh")["reason"],
+        "IssuersReady"
+    );
+    check_trust(&sim);
+    assert_each_step_talks_to_the_one_before(&sim, &steps);
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
 /// An MRC whose name no label value can hold (64 characters) gets no generated CA Secret, which
 /// the API server would refuse on every sync while the MRC said `CAReady`: it is in error and
 /// asks for the user's own Secret; with that Secret it is accepted and signs the mesh's leaves.
@@ -1228,4 +1288,102 @@ fn a_configmap_of_the_bundles_name_the_manager_did_not_make_stays_as_it_was() {
         .unwrap();
     assert_eq!(bundle["data"]["ca.crt"].as_str().unwrap().as_bytes(), ca);
     assert_eq!(sim.get("ConfigMap", NS, "osm-ca-bundle"), Some(&users));
+}
+
+// ---- random walks ----
+//
+// Random role edits of up to three MRCs (each created with a random role or none), deletions,
+// and time passing while the manager is ready, from a mesh whose leaves mrc-a signs. The webhook admits what it admits;
+// the managers and MRCs do what they do with it, frozen or not. After every step: the trust
+// bundle and the leaves agree with the manager's issuers (`check_trust`), each MRC's state
+// agrees with them (§4.3), and workloads holding the step's leaves complete mutual TLS with
+// each other and with those still holding the leaves of the step before, on both TLS stacks:
+// no workload ever holds a certificate its peers do not trust.
+
+use common::walk::{seeds, Rng};
+
+const MRCS: [&str; 3] = ["mrc-a", "mrc-b", "mrc-c"];
+const ROLES: [&str; 3] = ["active", "passive", "inactive"];
+
+/// Each MRC's state against the manager's issuers, once nothing is left to sync (§4.3).
+fn states_agree_with_issuers(sim: &Sim) -> Result<(), String> {
+    let (s, v) = issuers(sim);
+    for m in sim.list("MeshRootCertificate", NS) {
+        let name = m["metadata"]["name"].as_str().unwrap();
+        let state = m["status"]["state"].as_str().unwrap_or_default();
+        let agrees = match state {
+            "active" | "issuingRollout" => s == name,
+            "validatingRollout" | "issuingRollback" => v == name && s != name,
+            "inactive" | "validatingRollback" => s != name && v != name,
+            _ => true, // `error`: the manager may keep using it (§4.2)
+        };
+        if !agrees {
+            return Err(format!("{name} is {state} with issuers {s}/{v}"));
+        }
+    }
+    Ok(())
+}
+
+/// One walk of `steps` random steps from `seed`; each step is said on standard error, which
+/// the test shows when it fails.
+fn cert_rotation_walk(seed: u64, steps: usize) {
+    eprintln!("seed {seed}");
+    let mut rng = Rng::new(seed);
+    let mut sim = sim();
+    set_role(&mut sim, "mrc-a", Some("active")).unwrap();
+    let mut before = mounted(&sim);
+    for step in 0..steps {
+        // A frozen manager renews nothing (§3.6), and its `Ready=False` is the alarm a user
+        // answers: time passes in the walk only while the manager is ready.
+        let ready = first_condition(&sim, "CertificateManager", "mesh")["status"] == "True";
+        match rng.below(100) {
+            0..=54 => {
+                let name = *rng.pick(&MRCS);
+                let role = match sim.get("MeshRootCertificate", NS, name) {
+                    Some(_) => Some(*rng.pick(&ROLES)),
+                    None => *rng.pick(&[None, Some("active"), Some("passive"), Some("inactive")]),
+                };
+                let edited = set_role(&mut sim, name, role);
+                eprintln!("{step}: {name} {role:?}: {edited:?}");
+            }
+            55..=64 => {
+                let name = *rng.pick(&MRCS);
+                if sim.get("MeshRootCertificate", NS, name).is_some() {
+                    let deleted = sim.delete("MeshRootCertificate", NS, name);
+                    eprintln!("{step}: delete {name}: {deleted:?}");
+                    sim.run_until_quiet();
+                }
+            }
+            65..=94 if ready => {
+                let minutes = 1 + rng.below(15) as i64;
+                eprintln!("{step}: {minutes} minutes on");
+                sim.advance(60 * minutes);
+                sim.run_until_quiet();
+            }
+            95.. if ready => {
+                // A day on: every workload has reloaded its Secrets since the step before.
+                eprintln!("{step}: a day on");
+                sim.advance(25 * 3600);
+                sim.run_until_quiet();
+                before = mounted(&sim);
+            }
+            _ => eprintln!("{step}: frozen, no time passes"),
+        }
+        assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+        check_trust(&sim);
+        states_agree_with_issuers(&sim).unwrap();
+        let now = mounted(&sim);
+        assert_eq!(refused(&sim, &before, &now), Vec::<String>::new());
+        assert_eq!(refused(&sim, &now, &now), Vec::<String>::new());
+        before = now;
+    }
+}
+
+/// Random walks of a mesh's MRCs (see above); `WALK_SEEDS=<count>` walks more, `WALK_SEED=<n>`
+/// replays one.
+#[test]
+fn random_walks_never_leave_a_workload_untrusted_by_its_peers() {
+    for seed in seeds(4) {
+        cert_rotation_walk(seed, 30);
+    }
 }

@@ -155,6 +155,13 @@ def sync(request, now):
     else:
         signer = actives[0]
         validator = next((n for n in in_use if n != signer), signer)
+    # One rotation step from the current pair (DECISIONS): the new signer is trusted now and the
+    # current signer after. A first sync, or a current signer no MRC names, holds nothing back.
+    signs_now = previous.get("signingIssuer")
+    if signs_now in mrcs:
+        trusted_now = {signs_now, previous.get("validatingIssuer") or signs_now}
+        if signer not in trusted_now or signs_now not in (signer, validator):
+            return frozen("RotationStepSkipped")
     found = {}
     for issuer in (signer, validator):
         given, secret = provider_of(mrcs[issuer].get("spec"))

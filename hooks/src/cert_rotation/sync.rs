@@ -249,6 +249,7 @@ fn plan<'r>(
 
     let (signing, validating) = choose(&in_use, parent.status.signing_issuer.as_deref())
         .ok_or_else(|| frozen("NoActiveMRC", "no active MeshRootCertificate"))?;
+    step_keeps_trust(&parent.status, signing, validating, &mrcs)?;
     let signing_ca = usable_ca(signing, &related_secrets, now, cas)?;
     let validating_ca = usable_ca(validating, &related_secrets, now, cas)?;
     spiffe_ids_writable(signing, &spec)?;
@@ -283,6 +284,57 @@ fn choose<'a>(
         }
         _ => None,
     }
+}
+
+/// The move from the current pair to the chosen one is one rotation step (§5): the new signer is
+/// trusted now, and the signer of the leaves in use is trusted after. So workloads that have
+/// reloaded their leaf Secret and workloads that have not yet still trust each other. Roles
+/// the webhook admits one by one can skip a step when they pass through combinations the
+/// manager refused (frozen meanwhile), which would otherwise switch the signer to a CA no
+/// workload trusts (DECISIONS). No current pair (a first sync), or a current signer that no
+/// longer names an MRC of the namespace (deleted on purpose), holds nothing back.
+fn step_keeps_trust(
+    current: &ManagerStatus,
+    signing: &Mrc,
+    validating: &Mrc,
+    mrcs: &[&Mrc],
+) -> Result<(), Frozen> {
+    let Some(signs_now) = current.signing_issuer.as_deref() else {
+        return Ok(());
+    };
+    if !mrcs.iter().any(|m| m.metadata.name == signs_now) {
+        return Ok(());
+    }
+    let validates_now = current.validating_issuer.as_deref().unwrap_or(signs_now);
+    let (s, v) = (
+        signing.metadata.name.as_str(),
+        validating.metadata.name.as_str(),
+    );
+    if s != signs_now && s != validates_now {
+        let trusted = match validates_now == signs_now {
+            true => signs_now.to_owned(),
+            false => format!("{signs_now} and {validates_now}"),
+        };
+        return Err(frozen(
+            "RotationStepSkipped",
+            format!(
+                "MeshRootCertificate {s} would sign before the leaves trust it (they trust \
+                 {trusted}): roles go one rotation step at a time, {s} passive beside \
+                 {signs_now}, which signs now, before it is active (ROTATION.md)"
+            ),
+        ));
+    }
+    if signs_now != s && signs_now != v {
+        return Err(frozen(
+            "RotationStepSkipped",
+            format!(
+                "MeshRootCertificate {signs_now} signs the leaves in use and would no longer be \
+                 trusted: roles go one rotation step at a time, {signs_now} passive while {s} \
+                 signs, before it is inactive (ROTATION.md)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// §3.1 step 5 for one issuer: its provider and its Tresor CA.

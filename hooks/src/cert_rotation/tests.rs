@@ -150,6 +150,115 @@ fn rule_3_2_two_actives_sticky_then_name_order() {
     assert_eq!(resp["status"]["validatingIssuer"], "b");
 }
 
+/// The chosen pair is one rotation step from the current one: the new signer is trusted now and
+/// the current signer after (DECISIONS, "A pair a rotation step away"). Otherwise the manager
+/// freezes with `RotationStepSkipped`, keeping its issuers and its leaves.
+#[test]
+fn rule_3_2_a_pair_more_than_a_rotation_step_away_freezes() {
+    let secrets: Vec<Value> = ["a", "b", "c"]
+        .iter()
+        .map(|n| ca_secret(&format!("{n}-ca"), n))
+        .collect();
+    let observed_leaf = json!({"metadata": {"name": "leaf", "namespace": NS, "uid": "x"},
+        "type": "kubernetes.io/tls", "data": {"tls.crt": "AAAA", "tls.key": "BBBB", "ca.crt": "CCCC"}});
+    let roles = |a: Value, b: Value, c: Value| {
+        vec![
+            mrc("a", a, tresor("a-ca")),
+            mrc("b", b, tresor("b-ca")),
+            mrc("c", c, tresor("c-ca")),
+        ]
+    };
+    let sync = |mrcs: &[Value], current: Value| {
+        let leaves = std::slice::from_ref(&observed_leaf);
+        run(&request(spec(), current, mrcs, &secrets, leaves))
+    };
+    let pair = |resp: &Value| {
+        let s = &resp["status"];
+        (s["signingIssuer"].clone(), s["validatingIssuer"].clone())
+    };
+    let refused = |resp: &Value, message: &str| {
+        assert_eq!(ready(resp), ("False".into(), "RotationStepSkipped".into()));
+        assert_eq!(resp["status"]["conditions"][0]["message"], message);
+        assert_eq!(resp["children"][0]["data"], observed_leaf["data"]);
+    };
+
+    // a signed with b trusted beside it; then, through combinations the manager refused, a
+    // went inactive and c active: c would sign, which no workload trusts.
+    let walked = roles(json!("inactive"), json!("passive"), json!("active"));
+    let resp = sync(
+        &walked,
+        json!({"signingIssuer": "a", "validatingIssuer": "b"}),
+    );
+    refused(
+        &resp,
+        "MeshRootCertificate c would sign before the leaves trust it (they trust a and b): roles \
+         go one rotation step at a time, c passive beside a, which signs now, before it is \
+         active (ROTATION.md)",
+    );
+    assert_eq!(pair(&resp), (json!("a"), json!("b")));
+    // Two edits before one sync: b created active and a made passive at once.
+    let batched = roles(json!("passive"), json!("active"), json!(null));
+    let resp = sync(
+        &batched,
+        json!({"signingIssuer": "a", "validatingIssuer": "a"}),
+    );
+    assert_eq!(
+        resp["status"]["conditions"][0]["message"],
+        "MeshRootCertificate b would sign before the leaves trust it (they trust a): roles go \
+         one rotation step at a time, b passive beside a, which signs now, before it is active \
+         (ROTATION.md)"
+    );
+    // b trusted and made the signer, c beside it, and a (signing now) no longer trusted.
+    let dropped = roles(json!("inactive"), json!("active"), json!("passive"));
+    let resp = sync(
+        &dropped,
+        json!({"signingIssuer": "a", "validatingIssuer": "b"}),
+    );
+    refused(
+        &resp,
+        "MeshRootCertificate a signs the leaves in use and would no longer be trusted: roles \
+         go one rotation step at a time, a passive while b signs, before it is inactive \
+         (ROTATION.md)",
+    );
+
+    // One step at a time, every move is taken.
+    let steps = [
+        (
+            roles(json!("active"), json!("passive"), json!(null)),
+            ("a", "a"),
+            ("a", "b"),
+        ),
+        (
+            roles(json!("passive"), json!("active"), json!(null)),
+            ("a", "b"),
+            ("b", "a"),
+        ),
+        (
+            roles(json!("inactive"), json!("active"), json!(null)),
+            ("b", "a"),
+            ("b", "b"),
+        ),
+        (
+            roles(json!("active"), json!("passive"), json!(null)),
+            ("b", "a"),
+            ("a", "b"),
+        ),
+    ];
+    for (mrcs, (s, v), want) in steps {
+        let resp = sync(&mrcs, json!({"signingIssuer": s, "validatingIssuer": v}));
+        assert_eq!(ready(&resp).1, "IssuersReady", "from {s}/{v}");
+        assert_eq!(pair(&resp), (json!(want.0), json!(want.1)), "from {s}/{v}");
+    }
+    // A signer deleted on purpose (its MRC gone) holds nothing back; nor does a first sync.
+    let resp = sync(
+        &walked[1..],
+        json!({"signingIssuer": "a", "validatingIssuer": "b"}),
+    );
+    assert_eq!(pair(&resp), (json!("c"), json!("b")));
+    let resp = sync(&walked, json!({}));
+    assert_eq!(pair(&resp), (json!("c"), json!("b")));
+}
+
 #[test]
 fn rule_3_1_failures_freeze_in_order() {
     let a = mrc("a", json!("active"), tresor("a-ca"));
