@@ -686,3 +686,207 @@ fn a_selector_that_selects_users_apps_is_an_invalid_spec_until_it_is_mended() {
     assert_eq!(kept["spec"], users["spec"]);
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
+
+// ---- random walks ----
+//
+// Keptn's webhook announcing rollouts of two apps and of a user's own app (requests, single- or
+// multi-service), workloads made, moved to other versions and deleted, the user editing their
+// app, the window changed, time passing. Every request Metacontroller deletes was due (§4.1) or
+// named the user's app; no KeptnApp is ever deleted; the user's app stays exactly as the user
+// last wrote it, and its requests go at once; and an app whose request was handled in a step
+// carries the version rule over the workloads of that moment (§4.2) and one entry per workload.
+// At the end, once the longest window has passed, no request is left.
+
+use common::walk::{seeds, Rng};
+use std::collections::BTreeMap;
+
+const APPS: [&str; 3] = ["cart", "shop", "legacy"];
+const USERS_APP: &str = "legacy";
+
+/// §4.2 item 3: one workload's version as it is; otherwise the first ten hex digits of SHA-256
+/// over `<name>-<version>` of each workload in name order.
+fn version_rule(workloads: &BTreeMap<String, String>) -> String {
+    if let [(_, version)] = workloads.iter().collect::<Vec<_>>()[..] {
+        return version.clone();
+    }
+    let text: String = workloads.iter().map(|(n, v)| format!("{n}-{v}")).collect();
+    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+    digest.as_ref()[..5]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The namespace's KeptnWorkloads of `app`: name to version.
+fn workloads_of(sim: &Sim, app: &str) -> BTreeMap<String, String> {
+    sim.list("KeptnWorkload", NS)
+        .into_iter()
+        .filter(|w| w["spec"]["app"] == app)
+        .map(|w| {
+            let name = w["metadata"]["name"].as_str().unwrap().to_owned();
+            (name, w["spec"]["version"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+/// A request goes only when it is due at `now`, or names an app a user made (§4.1).
+fn handled_when_due(store: &sim::Store, request: &Value, now: i64) -> Result<(), String> {
+    if request["kind"] != "KeptnAppCreationRequest" {
+        return Err(format!(
+            "{} {} deleted",
+            request["kind"], request["metadata"]["name"]
+        ));
+    }
+    let discovery = &store.list("AppDiscovery", Some(NS))[0];
+    let window = discovery["spec"]["timeoutSeconds"].as_i64().unwrap_or(30);
+    let single = request["metadata"]["annotations"]["keptn.sh/app-type"] == "single-service";
+    let created = time::OffsetDateTime::parse(
+        request["metadata"]["creationTimestamp"].as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap()
+    .unix_timestamp();
+    let app = request["spec"]["appName"].as_str().unwrap();
+    if single || now > created + window || app == USERS_APP {
+        return Ok(());
+    }
+    Err(format!(
+        "{app}'s request made at {created} handled at {now} under a {window} s window"
+    ))
+}
+
+/// One walk of `steps` random steps from `seed`; each step is said on standard error, which
+/// the test shows when it fails.
+fn app_discovery_walk(seed: u64, steps: usize) {
+    eprintln!("seed {seed}");
+    let mut rng = Rng::new(seed);
+    let mut sim = sim();
+    // The clock stands still while Metacontroller syncs; the checks read it from here.
+    let now = std::rc::Rc::new(std::cell::Cell::new(sim.now()));
+    let at = now.clone();
+    sim.delete_checks.push(Box::new(move |store, deleted| {
+        handled_when_due(store, deleted, at.get())
+    }));
+    sim.apply(
+        &json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnApp",
+        "metadata": {"name": USERS_APP, "namespace": NS},
+        "spec": {"version": "1.0.0", "workloads": [{"name": "web", "version": "1.0.0"}]}})
+        .to_string(),
+    )
+    .unwrap();
+    sim.run_until_quiet();
+    let mut users_app = app(&sim, USERS_APP).unwrap();
+    for step in 0..steps {
+        let app_name = *rng.pick(&APPS);
+        let requests_before: Vec<String> = sim
+            .list("KeptnAppCreationRequest", NS)
+            .into_iter()
+            .map(|r| r["metadata"]["name"].as_str().unwrap().to_owned())
+            .collect();
+        match rng.below(100) {
+            0..=29 => {
+                // Keptn's webhook names a request after its app, and makes none while one is
+                // there.
+                if !requests_before.iter().any(|r| r == app_name) {
+                    let single = rng.chance(25);
+                    eprintln!("{step}: request for {app_name}, single-service: {single}");
+                    request(&mut sim, app_name, app_name, single);
+                }
+            }
+            30..=54 => {
+                let name = format!("{app_name}-w{}", 1 + rng.below(3));
+                let version = format!("0.1.{}", rng.below(4));
+                eprintln!("{step}: workload {name} at {version}");
+                workload(&mut sim, &name, app_name, &version);
+            }
+            55..=59 => {
+                let name = format!("{app_name}-w{}", 1 + rng.below(3));
+                if sim.get("KeptnWorkload", NS, &name).is_some() {
+                    eprintln!("{step}: workload {name} deleted");
+                    sim.delete("KeptnWorkload", NS, &name).unwrap();
+                }
+            }
+            60..=64 => {
+                let mut edited = users_app.clone();
+                edited["spec"]["version"] = json!(format!("1.0.{step}"));
+                eprintln!("{step}: the user edits {USERS_APP}");
+                sim.apply(&edited.to_string()).unwrap();
+            }
+            65..=69 => {
+                let window = rng.below(61);
+                eprintln!("{step}: window {window} s");
+                sim.apply(&discovery("discovery", json!({"timeoutSeconds": window})))
+                    .unwrap();
+            }
+            _ => {
+                let seconds = 1 + rng.below(20) as i64;
+                eprintln!("{step}: {seconds} s on");
+                sim.advance(seconds);
+            }
+        }
+        if sim.get("KeptnApp", NS, USERS_APP).map(|a| &a["spec"]) != Some(&users_app["spec"]) {
+            users_app = app(&sim, USERS_APP).unwrap();
+        }
+        now.set(sim.now());
+        sim.run_until_quiet();
+        assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+        assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+        // The user's app stays as the user wrote it, its requests go at once (§4.1 step 2),
+        // and the status does not count it among the apps made.
+        assert_eq!(
+            app(&sim, USERS_APP).as_ref(),
+            Some(&users_app),
+            "the user's app"
+        );
+        assert!(sim.get("KeptnAppCreationRequest", NS, USERS_APP).is_none());
+        let status = &sim.get("AppDiscovery", NS, "discovery").unwrap()["status"];
+        assert_eq!(status["conditions"][0]["reason"], "Synced", "{status}");
+        assert!(status["apps"].get(USERS_APP).is_none(), "{status}");
+        for handled in requests_before
+            .iter()
+            .filter(|r| sim.get("KeptnAppCreationRequest", NS, r).is_none())
+            .filter(|r| *r != USERS_APP)
+        {
+            let made = app(&sim, handled).expect("an app for each handled request");
+            let workloads = workloads_of(&sim, handled);
+            assert_eq!(
+                made["spec"]["version"],
+                version_rule(&workloads),
+                "{handled}"
+            );
+            let mut entries: Vec<(String, String)> = made["spec"]["workloads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|w| {
+                    let name = format!("{handled}-{}", w["name"].as_str().unwrap());
+                    (name, w["version"].as_str().unwrap().to_owned())
+                })
+                .collect();
+            entries.sort();
+            assert_eq!(
+                entries,
+                workloads.into_iter().collect::<Vec<_>>(),
+                "{handled}"
+            );
+        }
+    }
+    // Once the longest window has passed, every request has been handled.
+    now.set(sim.now() + 61);
+    sim.advance(61);
+    sim.run_until_quiet();
+    assert_eq!(
+        sim.list("KeptnAppCreationRequest", NS),
+        Vec::<&Value>::new()
+    );
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+}
+
+/// Random walks of an AppDiscovery's namespace (see above); `WALK_SEEDS=<count>` walks more,
+/// `WALK_SEED=<n>` replays one.
+#[test]
+fn random_walks_handle_requests_when_due_and_never_touch_a_users_app() {
+    for seed in seeds(8) {
+        app_discovery_walk(seed, 60);
+    }
+}
