@@ -33,6 +33,26 @@ fn terminating(pod: &Value) -> bool {
     pod["metadata"].get("deletionTimestamp").is_some()
 }
 
+/// The name §3 gives the Pod of workload `w` of set `set`: `<set>-<w>-<hash>`, the hash the first
+/// 10 hex digits of SHA-256 over the canonical JSON of the template with its restart policy
+/// mapped (serde_json's maps are sorted here, so its text is canonical). None without a template.
+fn desired_name(set: &Value, w: &str, workload: &Value) -> Option<String> {
+    let mut rendered = workload.get("template").filter(|t| t.is_object())?.clone();
+    let policy = match workload["restartPolicy"].as_str() {
+        Some("ALWAYS") => "Always",
+        Some("ON_FAILURE") => "OnFailure",
+        _ => "Never",
+    };
+    rendered["spec"]["restartPolicy"] = json!(policy);
+    let text = serde_json::to_string(&rendered).unwrap();
+    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+    let hash: String = digest.as_ref()[..5]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Some(format!("{}-{w}-{hash}", set.as_str()?))
+}
+
 /// What the store says of a Pod's set when Metacontroller creates or deletes the Pod: the spec's
 /// workloads (none in a teardown) and the set's Pods, each with whether it is current.
 struct Seen<'s> {
@@ -56,19 +76,9 @@ impl<'s> Seen<'s> {
             .into_iter()
             .filter(|p| set_of(p) == set_of(pod))
             .map(|p| {
-                // Current: its spec is its workload's template as rendered (§3). The scenarios
-                // change templates only in their Pods' spec, so the name's hash is not needed.
-                let template = &workloads[workload_of(p)]["template"];
-                let current = template.is_object() && {
-                    let mut spec = template["spec"].clone();
-                    let policy = match workloads[workload_of(p)]["restartPolicy"].as_str() {
-                        Some("ALWAYS") => "Always",
-                        Some("ON_FAILURE") => "OnFailure",
-                        _ => "Never",
-                    };
-                    spec["restartPolicy"] = json!(policy);
-                    p["spec"] == spec
-                };
+                let w = workload_of(p);
+                let current = desired_name(&set_of(pod), w, &workloads[w]).as_deref()
+                    == p["metadata"]["name"].as_str();
                 (p, current)
             })
             .collect();
@@ -160,8 +170,9 @@ fn gated_delete(store: &Store, deleted: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// A Pod of workload W is made only when the set is not being deleted, no Pod of W is left at all, and each of W's dependencies has a current, non-terminating Pod in the phase
-/// its condition asks for (§5, create gating).
+/// A Pod of workload W is made only when the set is not being deleted, no Pod of W is left at
+/// all, and each of W's dependencies has a current, non-terminating Pod in the phase its
+/// condition asks for (§5, create gating).
 fn gated_create(store: &Store, created: &Value) -> Result<(), String> {
     let name = &created["metadata"]["name"];
     let seen = Seen::of(store, created);
@@ -819,7 +830,7 @@ const POOL: [&str; 4] = ["a", "b", "c", "d"];
 const POLICIES: [&str; 3] = ["NEVER", "ON_FAILURE", "ALWAYS"];
 
 /// One planned workload: its image's tag, restart policy and dependencies.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct Planned {
     tag: u32,
     policy: &'static str,
@@ -969,7 +980,8 @@ fn settle(sim: &mut Sim, plan: &Plan, rounds: usize) {
     }
 }
 
-/// One walk of `steps` random steps from `seed`; panics with the seed and the steps taken.
+/// One walk of `steps` random steps from `seed`; each step is said on standard error, which
+/// the test shows when it fails.
 fn delete_graph_walk(seed: u64, steps: usize) {
     let mut rng = Rng::new(seed);
     let (mut sim, _) = sim();
@@ -993,28 +1005,22 @@ fn delete_graph_walk(seed: u64, steps: usize) {
             )),
             false => Ok(()),
         }));
-    let mut log = vec![format!("seed {seed}")];
-    let check = |sim: &Sim, log: &[String], plan: &Plan, frozen: bool| {
-        let failed = |what: String| panic!("{what}\n{}", log.join("\n"));
-        if !sim.violations.is_empty() {
-            failed(format!("{:?}", sim.violations));
-        }
-        if !sim.sync_errors.is_empty() {
-            failed(format!("{:?}", sim.sync_errors));
-        }
+    eprintln!("seed {seed}");
+    let check = |sim: &Sim, plan: &Plan, frozen: bool| {
+        assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+        assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
         let status = &sim.get("WorkloadSet", NS, "shop").unwrap()["status"];
         let valid = &status["conditions"][0];
-        if valid["type"] != "Valid" || (valid["status"] == "True") == frozen {
-            failed(format!(
-                "frozen: {frozen}, conditions {}",
-                status["conditions"]
-            ));
-        }
+        assert_eq!(valid["type"], "Valid");
+        assert_eq!(
+            valid["status"] == "False",
+            frozen,
+            "{}",
+            status["conditions"]
+        );
         if !frozen {
             for w in plan.keys() {
-                if status["workloads"].get(*w).is_none() {
-                    failed(format!("no status of {w}: {status}"));
-                }
+                assert!(status["workloads"].get(*w).is_some(), "{w}: {status}");
             }
         }
     };
@@ -1034,19 +1040,14 @@ fn delete_graph_walk(seed: u64, steps: usize) {
         })
         .collect();
     wire(&mut rng, &mut plan, true);
-    log.push(format!("start {plan:?}"));
+    eprintln!("start {plan:?}");
     sim.apply(&set(plan_workloads(&plan))).unwrap();
     sim.run_until_quiet();
     settle(&mut sim, &plan, 2 * POOL.len());
-    check(&sim, &log, &plan, false);
+    check(&sim, &plan, false);
     let status = sim.get("WorkloadSet", NS, "shop").unwrap()["status"]["workloads"].clone();
     for w in plan.keys() {
-        assert_eq!(
-            status[*w]["state"],
-            "Running",
-            "{w}: {status}\n{}",
-            log.join("\n")
-        );
+        assert_eq!(status[*w]["state"], "Running", "{w}: {status}");
     }
 
     for step in 0..steps {
@@ -1064,12 +1065,12 @@ fn delete_graph_walk(seed: u64, steps: usize) {
                 if !next.is_empty() {
                     let phase = *rng.pick(&next);
                     let name = pod["metadata"]["name"].as_str().unwrap();
-                    log.push(format!("{step}: {name} {phase}"));
+                    eprintln!("{step}: {name} {phase}");
                     sim.set_pod_phase(NS, name, phase);
                 }
             }
             20..=29 => {
-                log.push(format!("{step}: terminations finish"));
+                eprintln!("{step}: terminations finish");
                 sim.finish_terminations();
             }
             30..=34 if !pods.is_empty() => {
@@ -1077,7 +1078,7 @@ fn delete_graph_walk(seed: u64, steps: usize) {
                     .as_str()
                     .unwrap()
                     .to_owned();
-                log.push(format!("{step}: {name} evicted"));
+                eprintln!("{step}: {name} evicted");
                 sim.store_delete_direct("Pod", NS, &name);
             }
             35..=49 if !plan.is_empty() => {
@@ -1134,41 +1135,35 @@ fn delete_graph_walk(seed: u64, steps: usize) {
                 let refused = sim.apply(&set(plan_workloads(&cycle))).unwrap_err();
                 assert!(refused.contains("is part of a cycle"), "{refused}");
                 if rng.chance(50) {
-                    log.push(format!("{step}: stored past the webhook {cycle:?}"));
+                    eprintln!("{step}: stored past the webhook {cycle:?}");
                     sim.apply_before_webhooks(&set(plan_workloads(&cycle)))
                         .unwrap();
                     frozen.set(true);
                 }
             }
             _ => {
-                log.push(format!("{step}: settle"));
+                eprintln!("{step}: settle");
                 settle(&mut sim, &plan, 3);
             }
         }
-        if edited.len() != plan.len() || format!("{edited:?}") != format!("{plan:?}") {
-            log.push(format!("{step}: apply {edited:?}"));
+        if edited != plan {
+            eprintln!("{step}: apply {edited:?}");
             let applied = sim.apply(&set(plan_workloads(&edited)));
             match (&applied, cyclic(&edited)) {
                 (Ok(()), false) => {
                     plan = edited;
                     frozen.set(false);
                 }
-                (Err(e), true) if e.contains("is part of a cycle") => {
-                    log.push(format!("refused: {e}"))
-                }
-                _ => panic!(
-                    "{applied:?}, cyclic: {}\n{}",
-                    cyclic(&edited),
-                    log.join("\n")
-                ),
+                (Err(e), true) if e.contains("is part of a cycle") => eprintln!("refused: {e}"),
+                _ => panic!("{applied:?}, cyclic: {}", cyclic(&edited)),
             }
         }
         sim.run_until_quiet();
-        check(&sim, &log, &plan, frozen.get());
+        check(&sim, &plan, frozen.get());
     }
 
     // A teardown always ends, however the walk left the set: one link of each chain per sync.
-    log.push("delete the set".to_owned());
+    eprintln!("delete the set");
     frozen.set(false);
     sim.delete("WorkloadSet", NS, "shop").unwrap();
     for _ in 0..2 * POOL.len() + 2 {
@@ -1176,18 +1171,9 @@ fn delete_graph_walk(seed: u64, steps: usize) {
         sim.finish_terminations();
     }
     sim.run_until_quiet();
-    assert!(
-        sim.violations.is_empty(),
-        "{:?}\n{}",
-        sim.violations,
-        log.join("\n")
-    );
-    assert!(
-        sim.get("WorkloadSet", NS, "shop").is_none(),
-        "{}",
-        log.join("\n")
-    );
-    assert!(sim.list("Pod", NS).is_empty(), "{}", log.join("\n"));
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+    assert!(sim.get("WorkloadSet", NS, "shop").is_none());
+    assert!(sim.list("Pod", NS).is_empty());
 }
 
 /// Random walks of a set (see above); `WALK_SEEDS=<count>` walks more, `WALK_SEED=<n>` replays.
