@@ -710,11 +710,7 @@ fn version_rule(workloads: &BTreeMap<String, String>) -> String {
         return version.clone();
     }
     let text: String = workloads.iter().map(|(n, v)| format!("{n}-{v}")).collect();
-    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
-    digest.as_ref()[..5]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    common::sha256_hex10(&text)
 }
 
 /// The namespace's KeptnWorkloads of `app`: name to version.

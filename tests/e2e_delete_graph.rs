@@ -44,12 +44,7 @@ fn desired_name(set: &Value, w: &str, workload: &Value) -> Option<String> {
         _ => "Never",
     };
     rendered["spec"]["restartPolicy"] = json!(policy);
-    let text = serde_json::to_string(&rendered).unwrap();
-    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
-    let hash: String = digest.as_ref()[..5]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash = common::sha256_hex10(&serde_json::to_string(&rendered).unwrap());
     Some(format!("{}-{w}-{hash}", set.as_str()?))
 }
 

@@ -30,6 +30,16 @@ pub const DECORATOR_ANSWER_FIELDS: &[&str] = &[
 ];
 pub const CUSTOMIZE_ANSWER_FIELDS: &[&str] = &["relatedResources"];
 
+/// The first ten lowercase hex digits of SHA-256 over `text`: the hash the specs cut names and
+/// versions from (delete-graph §3, app-discovery §4.2).
+pub fn sha256_hex10(text: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+    digest.as_ref()[..5]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// A server running on its own runtime thread; stopped and drained on drop.
 pub struct TestServer {
     pub http: SocketAddr,
