@@ -982,24 +982,18 @@ fn delete_graph_walk(seed: u64, steps: usize) {
     let (mut sim, _) = sim();
     // A frozen set creates and deletes nothing (§6.1).
     let frozen = Rc::new(Cell::new(false));
-    let f = frozen.clone();
-    sim.delete_checks
-        .push(Box::new(move |_, pod| match f.get() {
+    let nothing_while_frozen = |what: &'static str| -> sim::ChildCheck {
+        let frozen = frozen.clone();
+        Box::new(move |_, pod| match frozen.get() {
             true => Err(format!(
-                "{} deleted in a frozen set",
+                "{} {what} in a frozen set",
                 pod["metadata"]["name"]
             )),
             false => Ok(()),
-        }));
-    let f = frozen.clone();
-    sim.create_checks
-        .push(Box::new(move |_, pod| match f.get() {
-            true => Err(format!(
-                "{} created in a frozen set",
-                pod["metadata"]["name"]
-            )),
-            false => Ok(()),
-        }));
+        })
+    };
+    sim.delete_checks.push(nothing_while_frozen("deleted"));
+    sim.create_checks.push(nothing_while_frozen("created"));
     eprintln!("seed {seed}");
     let check = |sim: &Sim, plan: &Plan, frozen: bool| {
         assert!(sim.violations.is_empty(), "{:?}", sim.violations);
