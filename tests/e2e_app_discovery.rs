@@ -807,6 +807,7 @@ fn app_discovery_walk(seed: u64, steps: usize) {
                 edited["spec"]["version"] = json!(format!("1.0.{step}"));
                 eprintln!("{step}: the user edits {USERS_APP}");
                 sim.apply(&edited.to_string()).unwrap();
+                users_app = app(&sim, USERS_APP).unwrap();
             }
             65..=69 => {
                 let window = rng.below(61);
@@ -819,9 +820,6 @@ fn app_discovery_walk(seed: u64, steps: usize) {
                 eprintln!("{step}: {seconds} s on");
                 sim.advance(seconds);
             }
-        }
-        if sim.get("KeptnApp", NS, USERS_APP).map(|a| &a["spec"]) != Some(&users_app["spec"]) {
-            users_app = app(&sim, USERS_APP).unwrap();
         }
         now.set(sim.now());
         sim.run_until_quiet();

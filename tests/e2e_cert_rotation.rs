@@ -1293,8 +1293,8 @@ fn a_configmap_of_the_bundles_name_the_manager_did_not_make_stays_as_it_was() {
 // ---- random walks ----
 //
 // Random role edits of up to three MRCs (each created with a random role or none), deletions,
-// and time passing while the manager is ready, from a mesh whose leaves mrc-a signs. The webhook admits what it admits;
-// the managers and MRCs do what they do with it, frozen or not. After every step: the trust
+// and time passing while the manager is ready, from a mesh whose leaves mrc-a signs. The webhook
+// admits what it admits; the managers and MRCs do what they do with it, frozen or not. After every step: the trust
 // bundle and the leaves agree with the manager's issuers (`check_trust`), each MRC's state
 // agrees with them (§4.3), and workloads holding the step's leaves complete mutual TLS with
 // each other and with those still holding the leaves of the step before, on both TLS stacks:

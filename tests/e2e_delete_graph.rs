@@ -152,10 +152,11 @@ fn gated_delete(store: &Store, deleted: &Value) -> Result<(), String> {
     let d = workload_of(deleted);
     for (p, current) in &seen.pods {
         let x = workload_of(p);
-        let needs = seen.dependencies(p, *current)[d] == "ADD_COND_RUNNING";
+        if seen.dependencies(p, *current)[d] != "ADD_COND_RUNNING" || !is_live(p) {
+            continue;
+        }
         // Inside a loop of obsolete Pods only a current Pod holds (the deadlock breaker).
-        let holds = *current || !seen.one_obsolete_component(d, x);
-        if needs && is_live(p) && holds {
+        if *current || !seen.one_obsolete_component(d, x) {
             return Err(format!(
                 "{name} deleted while {} (needs {d} running) is {}",
                 p["metadata"]["name"], p["status"]["phase"]

@@ -14,7 +14,7 @@ pub mod response;
 use crate::common::{post_with_headers, TestServer};
 use base64::Engine;
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -2116,15 +2116,11 @@ fn validate_schema(value: &Value, schema: &Value, at: &str) -> Result<(), String
                         .map(|k| item[k.as_str().unwrap_or_default()].clone())
                         .collect()
                 };
+                let mut seen = HashSet::new();
                 for (i, item) in items.iter().enumerate() {
-                    if items[..i]
-                        .iter()
-                        .any(|before| key_of(before) == key_of(item))
-                    {
-                        return Err(format!(
-                            "{at}[{i}]: Duplicate value: {}",
-                            Value::Array(key_of(item))
-                        ));
+                    let key = Value::Array(key_of(item));
+                    if !seen.insert(key.to_string()) {
+                        return Err(format!("{at}[{i}]: Duplicate value: {key}"));
                     }
                 }
             }
