@@ -760,8 +760,8 @@ fn app_discovery_walk(seed: u64, steps: usize) {
     // The clock stands still while Metacontroller syncs; the checks read it from here.
     let now = std::rc::Rc::new(std::cell::Cell::new(sim.now()));
     let at = now.clone();
-    sim.delete_checks.push(Box::new(move |store, deleted| {
-        handled_when_due(store, deleted, at.get())
+    sim.delete_checks.push(Box::new(move |before, deleted| {
+        handled_when_due(&before.store, deleted, at.get())
     }));
     sim.apply(
         &json!({"apiVersion": "lifecycle.keptn.sh/v1", "kind": "KeptnApp",

@@ -35,10 +35,17 @@ struct Resource {
     columns: Vec<(String, String)>,
 }
 
-/// Called with the store as the sync's request saw it (before the sync's own writes) when
-/// Metacontroller deletes or creates a child, and that child; an `Err` is recorded as a
-/// violation.
-pub type ChildCheck = Box<dyn FnMut(&Store, &Value) -> Result<(), String>>;
+/// The world as it stood when a sync's request was built, before the sync's own writes: the API
+/// server's objects, and Metacontroller's caches' view of them, which the request was built from
+/// (the two differ only while the caches are behind, [`Sim::hold_in_caches`]).
+pub struct Before {
+    pub store: Store,
+    pub cached: Store,
+}
+
+/// Called with [`Before`] when Metacontroller deletes or creates a child, and that child; an
+/// `Err` is recorded as a violation.
+pub type ChildCheck = Box<dyn FnMut(&Before, &Value) -> Result<(), String>>;
 
 /// A row as [`Sim::get_row`] gives it, from (column, value) pairs.
 pub fn row(cells: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -360,6 +367,9 @@ pub struct Sim {
     /// Children whose view in Metacontroller's caches is behind the store ([`Sim::hold_in_caches`]):
     /// the object as last heard of, or `None` for one not heard of yet.
     cache_holds: BTreeMap<Key, Option<Value>>,
+    /// Children Metacontroller creates stay unheard of by its caches until
+    /// [`Sim::catch_up_caches`], as while the informer's watch is behind.
+    pub caches_hear_creates_late: bool,
     /// What Metacontroller takes without an error and a cluster suffers from, each a fault of a
     /// hook or a manifest: a field a CRD's schema dropped from what it wrote, a desired child of
     /// a type its controller does not declare, one child answered twice.
@@ -530,6 +540,7 @@ impl Sim {
             etag_cache: HashMap::new(),
             webhooks_reachable: true,
             cache_holds: BTreeMap::new(),
+            caches_hear_creates_late: false,
             silent_faults: Vec::new(),
             started: false,
             calls: Vec::new(),
@@ -934,6 +945,22 @@ impl Sim {
             if let Some(obj) = self.store.get(&key).cloned().or(seen) {
                 self.store.changed.push(obj);
             }
+        }
+    }
+
+    /// The store, and the store as Metacontroller's caches have it: each held child as last heard
+    /// of, each hidden one left out.
+    fn before(&self) -> Before {
+        let mut cached = self.store.clone();
+        for (key, seen) in &self.cache_holds {
+            match seen {
+                Some(obj) => cached.objects.insert(key.clone(), obj.clone()),
+                None => cached.objects.remove(key),
+            };
+        }
+        Before {
+            store: self.store.clone(),
+            cached,
         }
     }
 
@@ -1675,9 +1702,9 @@ impl Sim {
     ) -> bool {
         let errors_before = self.sync_errors.len();
         let now = self.now();
-        // The checks read the store as this sync's request saw it, before any of its writes.
+        // The checks read the world as it stood when this sync's request was built.
         let checked = (!self.delete_checks.is_empty() || !self.create_checks.is_empty())
-            .then(|| self.store.clone());
+            .then(|| self.before());
         let desired_keys: BTreeSet<Key> = desired.iter().map(key_of).collect();
         let (kind, name) = (str_at(owner, "/kind"), str_at(owner, "/metadata/name"));
         if desired_keys.len() < desired.len() {
@@ -1701,10 +1728,17 @@ impl Sim {
             let k = key_of(o);
             if !desired_keys.contains(&k) && o["metadata"].get("deletionTimestamp").is_none() {
                 let uid = |v: &Value| str_at(v, "/metadata/uid").to_owned();
-                if self.store.get(&k).map(uid) != Some(uid(o)) {
+                match self.store.get(&k) {
+                    Some(now) if uid(now) == uid(o) => {
+                        if now["metadata"].get("deletionTimestamp").is_some() {
+                            // Going already since the caches heard of it: the delete changes
+                            // nothing.
+                            continue;
+                        }
+                    }
                     // Gone since the caches heard of it: NotFound (or the UID precondition
                     // failed), which Metacontroller swallows.
-                    continue;
+                    _ => continue,
                 }
                 for check in self.delete_checks.iter_mut() {
                     if let Err(v) = check(checked.as_ref().unwrap(), o) {
@@ -1739,8 +1773,12 @@ impl Sim {
                     let mut c = d.clone();
                     c["metadata"]["annotations"][apply::LAST_APPLIED] = json!(d.to_string());
                     c["metadata"]["ownerReferences"] = json!([owner_ref(owner)]);
-                    if let Err(e) = self.api_write(c, METACONTROLLER) {
-                        self.sync_errors.push(format!("create {k:?} denied: {e}"));
+                    match self.api_write(c, METACONTROLLER) {
+                        Err(e) => self.sync_errors.push(format!("create {k:?} denied: {e}")),
+                        Ok(()) if self.caches_hear_creates_late => {
+                            self.cache_holds.insert(k, None);
+                        }
+                        Ok(()) => {}
                     }
                 }
                 Some((o, _)) => {
