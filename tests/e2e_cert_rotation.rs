@@ -486,6 +486,58 @@ fn a_rotation_step_skipped_through_refused_roles_is_refused_too() {
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
 
+/// Annotates an MRC `metahooks.dev/allow-delete: "true"` and deletes it, which the validating
+/// webhook then lets through even while it is in use (ROTATION.md), and syncs.
+fn force_out(sim: &mut Sim, name: &str) -> Result<(), String> {
+    let mut m = sim.get("MeshRootCertificate", NS, name).unwrap().clone();
+    m["metadata"]["annotations"]["metahooks.dev/allow-delete"] = json!("true");
+    sim.apply(&m.to_string())?;
+    sim.delete("MeshRootCertificate", NS, name)?;
+    sim.run_until_quiet();
+    Ok(())
+}
+
+/// A signing CA forced out, as a user drops a compromised one: refused as a plain delete while
+/// it signs, and with `metahooks.dev/allow-delete` the manager moves to the MRC left at once,
+/// its step check not holding it to a signer no MRC names (DECISIONS, "A pair a rotation step
+/// away"). The workloads that reloaded then refuse those that still present the old CA's
+/// leaves, which is what the user asked for; among themselves they talk.
+#[test]
+fn a_signing_mrc_forced_out_hands_the_mesh_to_the_one_left() {
+    let mut sim = sim();
+    let steps = walk(
+        &mut sim,
+        &[
+            ("mrc-a", "active"),
+            ("mrc-b", "passive"),
+            ("mrc-b", "active"),
+        ],
+    );
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-b".into()));
+    let before = mounted(&sim);
+    let refused_delete = sim.delete("MeshRootCertificate", NS, "mrc-a").unwrap_err();
+    assert!(refused_delete.contains("allow-delete"), "{refused_delete}");
+
+    force_out(&mut sim, "mrc-a").unwrap();
+    assert!(sim.get("MeshRootCertificate", NS, "mrc-a").is_none());
+    assert!(
+        sim.get("Secret", NS, "mrc-a-ca").is_none(),
+        "its CA Secret went with it"
+    );
+    assert_eq!(issuers(&sim), ("mrc-b".into(), "mrc-b".into()));
+    assert_eq!(
+        first_condition(&sim, "CertificateManager", "mesh")["reason"],
+        "IssuersReady"
+    );
+    assert_eq!(state(&sim, "mrc-b"), "active");
+    check_trust(&sim);
+    assert_each_step_talks_to_the_one_before(&sim, &steps);
+    let now = mounted(&sim);
+    assert_eq!(refused(&sim, &now, &now), Vec::<String>::new());
+    assert!(!refused(&sim, &before, &now).is_empty());
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
 /// An MRC whose name no label value can hold (64 characters) gets no generated CA Secret, which
 /// the API server would refuse on every sync while the MRC said `CAReady`: it is in error and
 /// asks for the user's own Secret; with that Secret it is accepted and signs the mesh's leaves.
@@ -1332,6 +1384,7 @@ fn cert_rotation_walk(seed: u64, steps: usize) {
     let mut sim = sim();
     set_role(&mut sim, "mrc-a", Some("active")).unwrap();
     let mut before = mounted(&sim);
+    let mut signer_forced_out = false;
     for step in 0..steps {
         // A frozen manager renews nothing (§3.6), and its `Ready=False` is the alarm a user
         // answers: time passes in the walk only while the manager is ready.
@@ -1346,12 +1399,20 @@ fn cert_rotation_walk(seed: u64, steps: usize) {
                 let edited = set_role(&mut sim, name, role);
                 eprintln!("{step}: {name} {role:?}: {edited:?}");
             }
-            55..=64 => {
+            55..=61 => {
                 let name = *rng.pick(&MRCS);
                 if sim.get("MeshRootCertificate", NS, name).is_some() {
                     let deleted = sim.delete("MeshRootCertificate", NS, name);
                     eprintln!("{step}: delete {name}: {deleted:?}");
                     sim.run_until_quiet();
+                }
+            }
+            62..=64 => {
+                let name = *rng.pick(&MRCS);
+                if sim.get("MeshRootCertificate", NS, name).is_some() {
+                    eprintln!("{step}: {name} forced out");
+                    signer_forced_out |= issuers(&sim).0 == name;
+                    force_out(&mut sim, name).unwrap();
                 }
             }
             65..=94 if ready => {
@@ -1373,8 +1434,14 @@ fn cert_rotation_walk(seed: u64, steps: usize) {
         check_trust(&sim);
         states_agree_with_issuers(&sim).unwrap();
         let now = mounted(&sim);
-        assert_eq!(refused(&sim, &before, &now), Vec::<String>::new());
+        // A signer forced out leaves the workloads that still hold its leaves behind, as the
+        // user asked, until the manager has moved on; a validating one leaves nobody behind.
+        if !signer_forced_out {
+            assert_eq!(refused(&sim, &before, &now), Vec::<String>::new());
+        }
         assert_eq!(refused(&sim, &now, &now), Vec::<String>::new());
+        signer_forced_out &=
+            first_condition(&sim, "CertificateManager", "mesh")["status"] != "True";
         before = now;
     }
 }
