@@ -486,6 +486,77 @@ fn a_rotation_step_skipped_through_refused_roles_is_refused_too() {
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
 
+/// The issuers a leaf Secret's annotations say it was issued under.
+fn leaf_issuers(sim: &Sim, name: &str) -> (String, String) {
+    let annotations = &sim.get("Secret", NS, name).unwrap()["metadata"]["annotations"];
+    let issuer = |key: &str| annotations[key].as_str().unwrap().to_owned();
+    (
+        issuer("metahooks.dev/signing-issuer"),
+        issuer("metahooks.dev/validating-issuer"),
+    )
+}
+
+/// A leaf write that fails leaves the manager's status ahead of the leaves: Metacontroller
+/// writes the status even when a child's write failed (contract §9, step 10). Here the caches
+/// are behind on web-tls, so its update meets a Conflict at every retry. The manager then says
+/// the step's issuers while web-tls holds the step before's, as its annotations show; a user who
+/// went on to step 4 on the status alone would leave web refusing api's new leaf. The leaf lands
+/// once the caches catch up. ROTATION.md has the user wait for the leaves' annotations too.
+#[test]
+fn a_leaf_write_that_fails_leaves_the_status_ahead_until_it_lands() {
+    let mut sim = sim();
+    walk(&mut sim, &[("mrc-a", "active"), ("mrc-b", "inactive")]);
+    sim.hold_in_caches("Secret", NS, "web-tls");
+    set_role(&mut sim, "mrc-b", Some("passive")).unwrap();
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-b".into()));
+    assert_eq!(state(&sim, "mrc-b"), "validatingRollout");
+    assert_eq!(
+        leaf_issuers(&sim, "api-tls"),
+        ("mrc-a".into(), "mrc-b".into())
+    );
+    assert_eq!(
+        leaf_issuers(&sim, "web-tls"),
+        ("mrc-a".into(), "mrc-a".into())
+    );
+    assert!(
+        sim.sync_errors
+            .iter()
+            .any(|e| e.contains("web-tls") && e.contains("Conflict")),
+        "{:?}",
+        sim.sync_errors
+    );
+    sim.advance(1);
+    sim.run_until_quiet();
+    assert_eq!(
+        leaf_issuers(&sim, "web-tls"),
+        ("mrc-a".into(), "mrc-a".into())
+    );
+
+    // Steps 3 and 4 on the status alone: web still trusts mrc-a only.
+    for (mrc, role) in [("mrc-b", "active"), ("mrc-a", "passive")] {
+        set_role(&mut sim, mrc, Some(role)).unwrap();
+    }
+    assert_eq!(issuers(&sim), ("mrc-b".into(), "mrc-a".into()));
+    let now = mounted(&sim);
+    let failed = refused(&sim, &now, &now);
+    assert!(
+        failed
+            .iter()
+            .any(|f| f.contains("web.mesh.cluster.local -> api.mesh.svc")),
+        "{failed:?}"
+    );
+
+    sim.catch_up_caches();
+    sim.run_until_quiet();
+    assert_eq!(
+        leaf_issuers(&sim, "web-tls"),
+        ("mrc-b".into(), "mrc-a".into())
+    );
+    check_trust(&sim);
+    let now = mounted(&sim);
+    assert_eq!(refused(&sim, &now, &now), Vec::<String>::new());
+}
+
 /// Annotates an MRC `metahooks.dev/allow-delete: "true"` and deletes it, which the validating
 /// webhook then lets through even while it is in use (ROTATION.md), and syncs.
 fn force_out(sim: &mut Sim, name: &str) -> Result<(), String> {

@@ -1792,11 +1792,13 @@ impl Sim {
                     if merged == *o || o["metadata"].get("deletionTimestamp").is_some() {
                         continue;
                     }
-                    if self.cache_holds.contains_key(&k) {
-                        // Its resourceVersion is behind: a Conflict, which Metacontroller swallows.
-                        continue;
-                    }
                     match method.as_deref().unwrap_or("OnDelete") {
+                        "InPlace" | "RollingInPlace" if self.cache_holds.contains_key(&k) => {
+                            // Its resourceVersion is behind: a Conflict, which Metacontroller
+                            // returns as the sync's error, and so syncs again after its back-off.
+                            self.sync_errors
+                                .push(format!("update {k:?}: Conflict (the caches are behind)"));
+                        }
                         "InPlace" | "RollingInPlace" => {
                             if let Err(e) = self.api_write(merged, METACONTROLLER) {
                                 self.sync_errors.push(format!("update {k:?} denied: {e}"));
