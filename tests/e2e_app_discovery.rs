@@ -511,6 +511,46 @@ fn a_cache_behind_handles_a_request_twice_or_against_no_app() {
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
 
+/// A request handled while its app's write fails is spent as well. Metacontroller deletes the
+/// request before it updates the app (contract §9, step 9); here the update meets a Conflict,
+/// the caches being behind on the app (as when Keptn has just written the app's status), which
+/// Metacontroller returns and retries. The retry finds no request, so the app keeps its version
+/// until the next request, where Keptn's own controller keeps a request until its app is
+/// written (DECISIONS, app-discovery).
+#[test]
+fn a_request_handled_while_its_apps_write_fails_is_spent() {
+    let mut sim = sim();
+    workload(&mut sim, "nginx", "nginx", "1.25.3");
+    request(&mut sim, "nginx", "nginx", true);
+    sim.run_until_quiet();
+    assert_eq!(app(&sim, "nginx").unwrap()["spec"]["version"], "1.25.3");
+
+    sim.hold_in_caches("KeptnApp", NS, "nginx");
+    workload(&mut sim, "nginx", "nginx", "1.26.0");
+    request(&mut sim, "nginx-2", "nginx", true);
+    sim.run_until_quiet();
+    assert!(sim.get("KeptnAppCreationRequest", NS, "nginx-2").is_none());
+    assert!(
+        sim.sync_errors
+            .iter()
+            .any(|e| e.contains("KeptnApp") && e.contains("Conflict")),
+        "{:?}",
+        sim.sync_errors
+    );
+    sim.catch_up_caches();
+    sim.advance(1);
+    sim.run_until_quiet();
+    assert_eq!(
+        app(&sim, "nginx").unwrap()["spec"]["version"],
+        "1.25.3",
+        "the request is spent"
+    );
+
+    request(&mut sim, "nginx-3", "nginx", true);
+    sim.run_until_quiet();
+    assert_eq!(app(&sim, "nginx").unwrap()["spec"]["version"], "1.26.0");
+}
+
 /// Two AppDiscoveries in one namespace, where the spec asks for one (§2): each adopts the
 /// requests and apps it syncs first. A request one adopted for an app the other controls cannot
 /// update that app (Metacontroller's create of a child another object controls meets
