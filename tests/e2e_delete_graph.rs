@@ -894,6 +894,11 @@ fn a_pod_the_caches_have_not_heard_of_gets_a_second_one_beside_it() {
         "the old one waits for the backend"
     );
     assert_eq!(status(&sim, "database"), ("Running".into(), "Ok".into()));
+    let set = sim.get("WorkloadSet", NS, "shop").unwrap();
+    assert_eq!(
+        set["status"]["workloads"]["database"]["message"],
+        "an older Pod waits for dependents to stop: backend"
+    );
     assert!(order.borrow().is_empty());
 
     // The backend stops: the old database Pod goes, and one is left.

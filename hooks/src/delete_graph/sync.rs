@@ -424,10 +424,16 @@ pub fn reconcile<'a>(
         let entry = if let Some(i) = live_current(&w.name) {
             children.push(planned_pod(w, namespace));
             let (state, sub_state) = states[i];
+            // The state is the current Pod's. An older Pod kept beside it (one Metacontroller's
+            // caches had not heard of when this one was made, DECISIONS) is said here.
+            let message = kept_for
+                .get(w.name.as_str())
+                .map(|b| waiting_for_dependents("an older Pod waits for dependents to stop: ", b))
+                .unwrap_or_default();
             WorkloadState {
                 state,
                 sub_state,
-                message: String::new(),
+                message,
             }
         } else if pods_of.contains_key(w.name.as_str()) {
             stopping_state(&w.name, &kept_for)
@@ -484,28 +490,30 @@ pub fn reconcile<'a>(
 /// The state of a workload whose Pods are all obsolete or terminating.
 fn stopping_state(w: &str, kept_for: &HashMap<&str, Vec<&str>>) -> WorkloadState {
     match kept_for.get(w) {
-        Some(blockers) => {
-            const WAITING: &str = "waiting for dependents to stop: ";
-            let mut message = String::with_capacity(WAITING.len() + 16 * blockers.len());
-            message.push_str(WAITING);
-            for (i, b) in blockers.iter().enumerate() {
-                if i > 0 {
-                    message.push_str(", ");
-                }
-                message.push_str(b);
-            }
-            WorkloadState {
-                state: STOPPING_WAITING.0,
-                sub_state: STOPPING_WAITING.1,
-                message,
-            }
-        }
+        Some(blockers) => WorkloadState {
+            state: STOPPING_WAITING.0,
+            sub_state: STOPPING_WAITING.1,
+            message: waiting_for_dependents("waiting for dependents to stop: ", blockers),
+        },
         None => WorkloadState {
             state: STOPPING_REQUESTED.0,
             sub_state: STOPPING_REQUESTED.1,
             message: String::new(),
         },
     }
+}
+
+/// `prefix` and the dependents an obsolete Pod waits for, joined with `, `.
+fn waiting_for_dependents(prefix: &str, blockers: &[&str]) -> String {
+    let mut message = String::with_capacity(prefix.len() + 16 * blockers.len());
+    message.push_str(prefix);
+    for (i, b) in blockers.iter().enumerate() {
+        if i > 0 {
+            message.push_str(", ");
+        }
+        message.push_str(b);
+    }
+    message
 }
 
 /// A bad spec: keep every non-terminating Pod, create nothing, keep the previous status (§6.1).

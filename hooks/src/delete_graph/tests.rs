@@ -455,6 +455,38 @@ fn rule_5_removing_a_dependency_waits_for_its_running_dependent() {
     );
 }
 
+/// §7: a workload with a current Pod takes that Pod's state. An older Pod kept beside it (made
+/// when Metacontroller's caches had not heard of the older one, DECISIONS) is said in the
+/// message, as the state cannot say it.
+#[test]
+fn rule_7_an_older_pod_kept_beside_a_current_one_is_in_the_message() {
+    let w = json!({
+        "database": workload(json!({})),
+        "backend": workload(json!({"database": "ADD_COND_RUNNING"})),
+    });
+    let (db, be) = (desired_name(&w, "database"), desired_name(&w, "backend"));
+    let deps = r#"{"database":"ADD_COND_RUNNING"}"#;
+    let pods = vec![
+        pod(
+            "s-database-1234567890",
+            "database",
+            Some("Running"),
+            false,
+            "{}",
+        ),
+        pod(&db, "database", Some("Running"), false, "{}"),
+        pod(&be, "backend", Some("Running"), false, deps),
+    ];
+    let resp = run(&request(w, pods, false), false);
+    assert_eq!(names(&resp).len(), 3, "all kept");
+    assert_eq!(state(&resp, "database"), ("Running".into(), "Ok".into()));
+    assert_eq!(
+        resp["status"]["workloads"]["database"]["message"],
+        "an older Pod waits for dependents to stop: backend"
+    );
+    assert_eq!(resp["status"]["workloads"]["backend"]["message"], "");
+}
+
 #[test]
 fn rule_6_3_update_is_delete_then_create() {
     let mut old = chain();
