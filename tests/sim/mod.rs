@@ -964,14 +964,15 @@ impl Sim {
         }
     }
 
-    /// Children of one type and namespace as Metacontroller's caches have them: the store, with
-    /// each held child as last heard of (one deleted since included) and each hidden one left out.
-    /// The flag tells a held view, which a sync must not write back.
-    fn cached_children(&self, r: &Resource, ns: &str) -> Vec<(Value, bool)> {
-        let held = |k: &Key| k.0 == r.api_version && k.1 == r.kind && k.2 == ns;
+    /// Objects of one type, in one namespace or all, as Metacontroller's caches have them (one
+    /// informer per type serves children and related objects alike): the store, with each held
+    /// object as last heard of (one deleted since included) and each hidden one left out. The
+    /// flag tells a held view, which a sync must not write back.
+    fn cached(&self, api_version: &str, kind: &str, ns: Option<&str>) -> Vec<(Value, bool)> {
+        let held = |k: &Key| k.0 == api_version && k.1 == kind && ns.is_none_or(|ns| k.2 == ns);
         let mut out: Vec<(Value, bool)> = self
             .store
-            .list_type(&r.api_version, &r.kind, Some(ns))
+            .list_type(api_version, kind, ns)
             .into_iter()
             .filter(|o| !self.cache_holds.contains_key(&key_of(o)))
             .map(|o| (o, false))
@@ -982,6 +983,7 @@ impl Sim {
                 .filter(|(k, _)| held(k))
                 .filter_map(|(_, seen)| seen.clone().map(|o| (o, true))),
         );
+        out.sort_by_key(|(o, _)| key_of(o));
         out
     }
 
@@ -1409,10 +1411,7 @@ impl Sim {
             let entry = related
                 .entry(format!("{}.{}", r.kind, r.api_version))
                 .or_insert_with(|| json!({}));
-            for o in self
-                .store
-                .list_type(&r.api_version, &r.kind, ns_filter.as_deref())
-            {
+            for (o, _) in self.cached(&r.api_version, &r.kind, ns_filter.as_deref()) {
                 if self.rule_selects(rule, &o) {
                     if let Some(k) = map_key(&o, &parent_ns, sync_version) {
                         entry[k] = o.clone();
@@ -1551,7 +1550,7 @@ impl Sim {
             let entry = children
                 .entry(format!("{}.{}", r.kind, r.api_version))
                 .or_insert_with(|| json!({}));
-            for (mut o, held) in self.cached_children(r, &ns) {
+            for (mut o, held) in self.cached(&r.api_version, &r.kind, Some(&ns)) {
                 if held {
                     if controller_uid(&o).as_deref() == Some(uid.as_str()) {
                         if let Some(k) = map_key(&o, &ns, version) {
