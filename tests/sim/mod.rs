@@ -938,6 +938,11 @@ impl Sim {
         self.cache_holds.insert(key_of(obj), None);
     }
 
+    /// Whether Metacontroller's caches hold or hide anything the store has moved past.
+    pub fn caches_behind(&self) -> bool {
+        !self.cache_holds.is_empty()
+    }
+
     /// The caches hear of every held child as it is now, and its parent is synced, as after the
     /// informer's watch events.
     pub fn catch_up_caches(&mut self) {
