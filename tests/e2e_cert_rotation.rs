@@ -1581,11 +1581,20 @@ fn children_follow_the_status(sim: &Sim) -> bool {
     })
 }
 
+/// Random walks of a mesh's MRCs (see above); `WALK_SEEDS=<count>` walks more, `WALK_SEED=<n>`
+/// replays one.
+#[test]
+fn random_walks_never_leave_a_workload_untrusted_by_its_peers() {
+    for seed in seeds(4) {
+        cert_rotation_walk(seed, 30, false);
+    }
+}
+
 /// The walks above with Metacontroller's caches behind now and then on the manager's children
 /// (a leaf Secret's or the bundle's changes not heard of, creates heard of late), and a user who
-/// waits as ROTATION.md says before each edit: every leaf carrying the manager's issuers, and
-/// the workloads having loaded them. Workloads a step apart still talk, with a leaf whose update
-/// has not landed yet among them.
+/// waits as ROTATION.md says before each edit: every leaf carrying the manager's issuers, the
+/// bundle holding their CAs, and the workloads having loaded them. Workloads a step apart still
+/// talk, with a leaf whose update has not landed yet among them.
 #[test]
 fn random_walks_with_caches_behind_keep_workloads_a_step_apart_talking() {
     for seed in seeds(4) {

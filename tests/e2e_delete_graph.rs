@@ -1325,10 +1325,6 @@ fn delete_graph_walk(
                     frozen.set(true);
                 }
             }
-            90..=99 => {
-                eprintln!("{step}: settle");
-                settle(&mut sim, &plan, 3);
-            }
             100..=107 if !pods.is_empty() => {
                 let name = rng.pick(&pods)["metadata"]["name"].as_str().unwrap();
                 eprintln!("{step}: the caches stop hearing of {name}");
@@ -1345,7 +1341,10 @@ fn delete_graph_walk(
                 eprintln!("{step}: the caches catch up");
                 sim.catch_up_caches();
             }
-            _ => {}
+            _ => {
+                eprintln!("{step}: settle");
+                settle(&mut sim, &plan, 3);
+            }
         }
         if edited != plan {
             eprintln!("{step}: apply {edited:?}");
