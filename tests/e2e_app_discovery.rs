@@ -819,7 +819,8 @@ fn app_discovery_walk(seed: u64, steps: usize, caches_behind: bool) {
             .into_iter()
             .map(|r| r["metadata"]["name"].as_str().unwrap().to_owned())
             .collect();
-        let mut lagging = sim.caches_behind() || sim.caches_hear_creates_late;
+        let lag = |sim: &Sim| sim.caches_behind() || sim.caches_hear_creates_late;
+        let mut lagging = lag(&sim);
         match rng.below(if caches_behind { 115 } else { 100 }) {
             0..=29 => {
                 // Keptn's webhook names a request after its app, and makes none while one is
@@ -869,11 +870,8 @@ fn app_discovery_walk(seed: u64, steps: usize, caches_behind: bool) {
                 }
             }
             108..=110 => {
-                sim.caches_hear_creates_late = !sim.caches_hear_creates_late;
-                eprintln!(
-                    "{step}: creates heard of late: {}",
-                    sim.caches_hear_creates_late
-                );
+                let late = sim.turn_over_creates_heard_late();
+                eprintln!("{step}: creates heard of late: {late}");
             }
             _ => {
                 eprintln!("{step}: the caches catch up");
@@ -882,7 +880,7 @@ fn app_discovery_walk(seed: u64, steps: usize, caches_behind: bool) {
         }
         now.set(sim.now());
         sim.run_until_quiet();
-        lagging |= sim.caches_behind() || sim.caches_hear_creates_late;
+        lagging |= lag(&sim);
         // With the caches behind, an app's update meets a Conflict, which Metacontroller retries.
         let conflict = |e: &String| caches_behind && e.contains("Conflict (the caches are behind)");
         assert!(
@@ -935,8 +933,7 @@ fn app_discovery_walk(seed: u64, steps: usize, caches_behind: bool) {
     }
     // Once the caches have caught up and the longest window has passed, every request has been
     // handled, and a request for each app brings it to the version rule.
-    sim.caches_hear_creates_late = false;
-    sim.catch_up_caches();
+    sim.caches_on_time();
     now.set(sim.now() + 61);
     sim.advance(61);
     sim.run_until_quiet();

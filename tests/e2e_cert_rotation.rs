@@ -83,6 +83,16 @@ fn leaf_secrets(sim: &Sim) -> Vec<String> {
         .collect()
 }
 
+/// The issuers a leaf Secret's annotations say it was issued under.
+fn leaf_issuers(sim: &Sim, name: &str) -> (String, String) {
+    let annotations = &sim.get("Secret", NS, name).unwrap()["metadata"]["annotations"];
+    let issuer = |key: &str| annotations[key].as_str().unwrap().to_owned();
+    (
+        issuer("metahooks.dev/signing-issuer"),
+        issuer("metahooks.dev/validating-issuer"),
+    )
+}
+
 fn leaves(sim: &Sim) -> BTreeMap<String, String> {
     leaf_secrets(sim)
         .into_iter()
@@ -143,14 +153,7 @@ fn check_trust(sim: &Sim) -> Vec<String> {
             bundle.as_bytes(),
             "{name}: ca.crt is the bundle"
         );
-        assert_eq!(
-            leaf["metadata"]["annotations"]["metahooks.dev/signing-issuer"],
-            json!(s)
-        );
-        assert_eq!(
-            leaf["metadata"]["annotations"]["metahooks.dev/validating-issuer"],
-            json!(v)
-        );
+        assert_eq!(leaf_issuers(sim, &name), (s.clone(), v.clone()), "{name}");
         let seal = leaf["metadata"]["annotations"][SEAL]
             .as_str()
             .unwrap_or_default();
@@ -484,16 +487,6 @@ fn a_rotation_step_skipped_through_refused_roles_is_refused_too() {
     check_trust(&sim);
     assert_each_step_talks_to_the_one_before(&sim, &steps);
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
-}
-
-/// The issuers a leaf Secret's annotations say it was issued under.
-fn leaf_issuers(sim: &Sim, name: &str) -> (String, String) {
-    let annotations = &sim.get("Secret", NS, name).unwrap()["metadata"]["annotations"];
-    let issuer = |key: &str| annotations[key].as_str().unwrap().to_owned();
-    (
-        issuer("metahooks.dev/signing-issuer"),
-        issuer("metahooks.dev/validating-issuer"),
-    )
 }
 
 /// A leaf write that fails leaves the manager's status ahead of the leaves: Metacontroller
@@ -1526,11 +1519,8 @@ fn cert_rotation_walk(seed: u64, steps: usize, caches_behind: bool) {
                 sim.hold_in_caches(kind, NS, name);
             }
             115..=119 => {
-                sim.caches_hear_creates_late = !sim.caches_hear_creates_late;
-                eprintln!(
-                    "{step}: creates heard of late: {}",
-                    sim.caches_hear_creates_late
-                );
+                let late = sim.turn_over_creates_heard_late();
+                eprintln!("{step}: creates heard of late: {late}");
             }
             _ => {
                 eprintln!("{step}: the caches catch up");
@@ -1557,12 +1547,12 @@ fn cert_rotation_walk(seed: u64, steps: usize, caches_behind: bool) {
             assert_eq!(refused(&sim, &before, &now), Vec::<String>::new());
         }
         // So is a leaf whose update has not landed yet, with the caches behind.
-        if !signer_forced_out || children_follow_the_status(&sim) {
+        let landed = children_follow_the_status(&sim);
+        if !signer_forced_out || landed {
             assert_eq!(refused(&sim, &now, &now), Vec::<String>::new());
         }
-        signer_forced_out &= first_condition(&sim, "CertificateManager", "mesh")["status"]
-            != "True"
-            || !children_follow_the_status(&sim);
+        signer_forced_out &=
+            first_condition(&sim, "CertificateManager", "mesh")["status"] != "True" || !landed;
         before = now;
     }
 }

@@ -1055,9 +1055,8 @@ fn settle(sim: &mut Sim, plan: &Plan, rounds: usize) {
                 !terminating(p) && matches!(p["status"]["phase"].as_str(), None | Some("Pending"))
             })
             .map(|p| {
-                let name = p["metadata"]["name"].as_str().unwrap().to_owned();
                 let policy = p["spec"]["restartPolicy"].as_str().unwrap_or("Always");
-                (name, workload_of(p).to_owned(), policy.to_owned())
+                (name_of(p), workload_of(p).to_owned(), policy.to_owned())
             })
             .collect();
         if pending.is_empty() && sim.run_until_quiet() == 0 {
@@ -1331,11 +1330,8 @@ fn delete_graph_walk(
                 sim.hold_in_caches("Pod", NS, name);
             }
             108..=113 => {
-                sim.caches_hear_creates_late = !sim.caches_hear_creates_late;
-                eprintln!(
-                    "{step}: creates heard of late: {}",
-                    sim.caches_hear_creates_late
-                );
+                let late = sim.turn_over_creates_heard_late();
+                eprintln!("{step}: creates heard of late: {late}");
             }
             114.. => {
                 eprintln!("{step}: the caches catch up");
@@ -1363,8 +1359,7 @@ fn delete_graph_walk(
     }
 
     // The caches catch up, and everything settles as it would have without them.
-    sim.caches_hear_creates_late = false;
-    sim.catch_up_caches();
+    sim.caches_on_time();
     sim.run_until_quiet();
     // A teardown always ends, however the walk left the set: one link of each chain per sync.
     eprintln!("delete the set");

@@ -938,6 +938,19 @@ impl Sim {
         self.cache_holds.insert(key_of(obj), None);
     }
 
+    /// Turns [`Sim::caches_hear_creates_late`] on or off, as a random walk does now and then;
+    /// returns what it is now.
+    pub fn turn_over_creates_heard_late(&mut self) -> bool {
+        self.caches_hear_creates_late = !self.caches_hear_creates_late;
+        self.caches_hear_creates_late
+    }
+
+    /// The caches catch up, and hear of creates at once from now on: a walk's end.
+    pub fn caches_on_time(&mut self) {
+        self.caches_hear_creates_late = false;
+        self.catch_up_caches();
+    }
+
     /// Whether Metacontroller's caches hold or hide anything the store has moved past.
     pub fn caches_behind(&self) -> bool {
         !self.cache_holds.is_empty()
