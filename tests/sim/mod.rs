@@ -681,6 +681,17 @@ impl Sim {
     /// no admission webhook sees here: pruned by its CRD's schema, and no write at all (so no
     /// event) when that leaves the object as it is, as the API server skips a no-op update.
     /// The `Err` is the API server's refusal of an object its schema does not allow.
+    /// Metacontroller's AtomicUpdate of a finalizer: the object as the API server has it now
+    /// gets it, whatever the caches hold.
+    fn add_finalizer(&mut self, key: &Key, finalizer: &str) -> Result<(), String> {
+        let mut latest = self.store.get(key).cloned().expect("an object");
+        if has_finalizer(&latest, finalizer) {
+            return Ok(());
+        }
+        set_finalizer(&mut latest, finalizer, true);
+        self.api_write(latest, METACONTROLLER)
+    }
+
     fn write_parent(&mut self, mut obj: Value) -> Result<(), String> {
         let schema = self.schema_of(&obj);
         if let Some(schema) = &schema {
@@ -923,9 +934,11 @@ impl Sim {
         self.webhooks_reachable = reachable;
     }
 
-    /// Metacontroller's caches stop hearing of this child, as an informer behind the API server:
-    /// syncs see it as it is now until [`Sim::catch_up_caches`], whatever happens to it meanwhile.
-    /// Hold a child its parent owns already: a held orphan is not adopted here.
+    /// Metacontroller's caches stop hearing of this object, as an informer behind the API
+    /// server: syncs see it as it is now until [`Sim::catch_up_caches`], whatever happens to it
+    /// meanwhile. A held parent or decorator target is synced as last heard of (its own status
+    /// writes included). Hold a child its parent owns already: a held orphan is not adopted
+    /// here.
     pub fn hold_in_caches(&mut self, kind: &str, namespace: &str, name: &str) {
         let obj = self.get(kind, namespace, name).expect("an object").clone();
         self.cache_holds.insert(key_of(&obj), Some(obj));
@@ -979,6 +992,15 @@ impl Sim {
         Before {
             store: self.store.clone(),
             cached,
+        }
+    }
+
+    /// One object as Metacontroller's caches have it: as last heard of, none if not heard of
+    /// yet, else as the store has it.
+    fn cached_object(&self, key: &Key) -> Option<Value> {
+        match self.cache_holds.get(key) {
+            Some(seen) => seen.clone(),
+            None => self.store.get(key).cloned(),
         }
     }
 
@@ -1508,7 +1530,12 @@ impl Sim {
     }
 
     fn sync_composite(&mut self, ctrl: usize, key: &Key) {
-        let Some(mut parent) = self.store.get(key).cloned() else {
+        // A parent gone from the API server is left alone (its status write would meet a
+        // NotFound); one there is synced as the caches have it.
+        if self.store.get(key).is_none() {
+            return;
+        }
+        let Some(mut parent) = self.cached_object(key) else {
             return;
         };
         let controller = self.composites[ctrl].clone();
@@ -1525,8 +1552,7 @@ impl Sim {
         let deleting = parent["metadata"].get("deletionTimestamp").is_some();
         let has_finalize_hook = spec.pointer("/hooks/finalize").is_some();
         if has_finalize_hook && !deleting && matches && !has_finalizer(&parent) {
-            set_finalizer(&mut parent, &finalizer, true);
-            if let Err(e) = self.api_write(parent, METACONTROLLER) {
+            if let Err(e) = self.add_finalizer(key, &finalizer) {
                 self.sync_errors.push(format!("adding the finalizer: {e}"));
                 return self.retry(ctrl, key);
             }
@@ -1676,13 +1702,15 @@ impl Sim {
                 still.as_ref().unwrap(),
                 None,
             );
+        // AtomicStatusUpdate: the status replaces the one the parent has now, whichever the
+        // request carried, with the request's generation.
         if let Some(mut p) = self.store.get(key).cloned() {
             let mut status = resp
                 .get("status")
                 .cloned()
                 .filter(|s| !s.is_null())
                 .unwrap_or_else(|| json!({}));
-            status["observedGeneration"] = p["metadata"]["generation"].clone();
+            status["observedGeneration"] = parent["metadata"]["generation"].clone();
             if p.get("status") != Some(&status) {
                 p["status"] = status;
                 if let Err(e) = self.write_parent(p) {
@@ -1831,7 +1859,10 @@ impl Sim {
     }
 
     fn sync_decorator(&mut self, ctrl: usize, key: &Key) {
-        let Some(mut target) = self.store.get(key).cloned() else {
+        if self.store.get(key).is_none() {
+            return;
+        }
+        let Some(mut target) = self.cached_object(key) else {
             return;
         };
         let controller = self.decorators[ctrl].clone();
@@ -1854,8 +1885,10 @@ impl Sim {
         let deleting = target["metadata"].get("deletionTimestamp").is_some();
         let has_finalize_hook = spec.pointer("/hooks/finalize").is_some();
         if has_finalize_hook && !deleting && matches && !has_finalizer(&target) {
-            set_finalizer(&mut target, &finalizer, true);
-            self.store.replace(target.clone());
+            if let Err(e) = self.add_finalizer(key, &finalizer) {
+                self.sync_errors.push(format!("adding the finalizer: {e}"));
+                return self.retry(DECORATOR + ctrl, key);
+            }
             target = self.store.get(key).cloned().unwrap();
         }
         let finalizing = has_finalize_hook && (deleting || !matches);
@@ -1878,7 +1911,7 @@ impl Sim {
             let entry = attachments
                 .entry(format!("{}.{}", r.kind, r.api_version))
                 .or_insert_with(|| json!({}));
-            for o in self.store.list_type(&r.api_version, &r.kind, None) {
+            for (o, _) in self.cached(&r.api_version, &r.kind, None) {
                 if controller_uid(&o).as_deref() == Some(uid.as_str())
                     && str_at(
                         &o,
@@ -1909,7 +1942,7 @@ impl Sim {
                 );
             }
         }
-        let mut t = self.store.get(key).cloned().unwrap();
+        let mut t = target.clone();
         for field in ["labels", "annotations"] {
             if let Some(m) = resp.get(field).and_then(Value::as_object) {
                 for (k, v) in m {
@@ -1928,6 +1961,13 @@ impl Sim {
         }
         if finalizing && resp["finalized"] == json!(true) {
             set_finalizer(&mut t, &finalizer, false);
+        }
+        let rv = |o: &Value| str_at(o, "/metadata/resourceVersion").to_owned();
+        if t != target && self.store.get(key).map(rv) != Some(rv(&target)) {
+            // The update carries the resourceVersion the caches heard of: a Conflict, on which
+            // Metacontroller ends the pass without an error and without managing attachments,
+            // and the event it missed syncs the target again (contract §7.3 step 4).
+            return;
         }
         if let Err(e) = self.write_parent(t) {
             self.sync_errors.push(format!("updating the target: {e}"));
