@@ -550,6 +550,64 @@ fn a_leaf_write_that_fails_leaves_the_status_ahead_until_it_lands() {
     assert_eq!(refused(&sim, &now, &now), Vec::<String>::new());
 }
 
+/// A manager its caches hold from before its last status write: at step 2 its sync reads
+/// `(mrc-a, mrc-a)` and writes `(mrc-a, mrc-b)`, and the leaves and the bundle follow, but the
+/// MRCs' decorators read the manager through the same caches, so mrc-b stays `inactive`, which
+/// is what ROTATION.md's wait for the MRCs' states holds a user on. One who goes on at the
+/// manager's status alone takes steps 3 and 4. Step 4's sync reads `(mrc-a, mrc-a)` again,
+/// refuses mrc-b as a signer the leaves do not trust, and writes the pair it read over the one
+/// the manager has (Metacontroller's AtomicStatusUpdate). The leaves stay as they are, so no
+/// workload is refused, but the freeze outlives the caches' catch-up, since the status now says
+/// so. Undoing the last edit and making it again ends it (ROTATION.md).
+#[test]
+fn a_manager_read_before_its_last_status_write_writes_its_old_pair_back() {
+    let mut sim = sim();
+    walk(&mut sim, &[("mrc-a", "active"), ("mrc-b", "inactive")]);
+    sim.hold_in_caches("CertificateManager", NS, "mesh");
+    set_role(&mut sim, "mrc-b", Some("passive")).unwrap();
+    let step_2 = ("mrc-a".to_owned(), "mrc-b".to_owned());
+    assert_eq!(issuers(&sim), step_2);
+    assert!(children_follow_the_status(&sim));
+    assert_eq!(
+        state(&sim, "mrc-b"),
+        "inactive",
+        "the wait that holds a user"
+    );
+    assert!(states_agree_with_issuers(&sim).is_err());
+
+    for (mrc, role) in [("mrc-b", "active"), ("mrc-a", "passive")] {
+        set_role(&mut sim, mrc, Some(role)).unwrap();
+    }
+    let ready = first_condition(&sim, "CertificateManager", "mesh");
+    assert_eq!(ready["reason"], "RotationStepSkipped", "{ready}");
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-a".into()));
+    sim.catch_up_caches();
+    sim.run_until_quiet();
+    let ready = first_condition(&sim, "CertificateManager", "mesh");
+    assert_eq!(ready["reason"], "RotationStepSkipped", "{ready}");
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-a".into()));
+    for name in LEAF_SECRETS {
+        assert_eq!(leaf_issuers(&sim, name), step_2, "{name} as step 2 left it");
+    }
+    let now = mounted(&sim);
+    assert_eq!(refused(&sim, &now, &now), Vec::<String>::new());
+
+    let before = now;
+    for (mrc, role) in [("mrc-a", "active"), ("mrc-a", "passive")] {
+        set_role(&mut sim, mrc, Some(role)).unwrap();
+    }
+    assert_eq!(issuers(&sim), ("mrc-b".into(), "mrc-a".into()));
+    assert_eq!(
+        first_condition(&sim, "CertificateManager", "mesh")["reason"],
+        "IssuersReady"
+    );
+    assert_eq!(state(&sim, "mrc-a"), "issuingRollback");
+    assert_eq!(state(&sim, "mrc-b"), "issuingRollout");
+    check_trust(&sim);
+    assert_eq!(refused(&sim, &before, &mounted(&sim)), Vec::<String>::new());
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
 /// Annotates an MRC `metahooks.dev/allow-delete: "true"` and deletes it, which the validating
 /// webhook then lets through even while it is in use (ROTATION.md), and syncs.
 fn force_out(sim: &mut Sim, name: &str) -> Result<(), String> {
