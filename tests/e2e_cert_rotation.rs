@@ -660,6 +660,40 @@ fn a_signing_mrc_forced_out_hands_the_mesh_to_the_one_left() {
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
 }
 
+/// An MRC's decorator that has not heard of the CA Secret it created (the caches hear of creates
+/// late) finds no attachment on its next sync and generates another, which the API server
+/// refuses as AlreadyExists and Metacontroller swallows: the CA Secret keeps the key it was
+/// created with, and the leaves issued under it verify against the bundle (§4.1).
+#[test]
+fn an_mrc_whose_ca_secret_is_not_heard_of_yet_generates_one_that_never_lands() {
+    let mut sim = sim();
+    set_role(&mut sim, "mrc-a", Some("active")).unwrap();
+    sim.caches_hear_creates_late = true;
+    set_role(&mut sim, "mrc-b", None).unwrap();
+    let created = sim.get("Secret", NS, "mrc-b-ca").unwrap()["data"].clone();
+    let unseen_while_there = sim
+        .requests
+        .iter()
+        .filter(|(path, r)| {
+            path.ends_with("/mesh-root-certificate/sync")
+                && r["object"]["metadata"]["name"] == "mrc-b"
+                && r["attachments"]["Secret.v1"]
+                    .as_object()
+                    .is_some_and(|a| a.is_empty())
+        })
+        .count();
+    assert!(unseen_while_there >= 2, "{unseen_while_there} syncs");
+    assert_eq!(state(&sim, "mrc-b"), "inactive");
+
+    sim.caches_on_time();
+    sim.run_until_quiet();
+    set_role(&mut sim, "mrc-b", Some("passive")).unwrap();
+    assert_eq!(sim.get("Secret", NS, "mrc-b-ca").unwrap()["data"], created);
+    assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-b".into()));
+    assert_eq!(check_trust(&sim), ["mrc-a", "mrc-b"]);
+    assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
+}
+
 /// An MRC whose name no label value can hold (64 characters) gets no generated CA Secret, which
 /// the API server would refuse on every sync while the MRC said `CAReady`: it is in error and
 /// asks for the user's own Secret; with that Secret it is accepted and signs the mesh's leaves.
@@ -1498,9 +1532,41 @@ fn states_agree_with_issuers(sim: &Sim) -> Result<(), String> {
     Ok(())
 }
 
+/// §3.2's pair for the MRCs' roles as the API server has them, chosen from `current`, and
+/// whether the move from `current` is a rotation step (DECISIONS, "A pair a rotation step
+/// away"); none when the MRCs in use are no combination a manager takes.
+fn expected_pair(sim: &Sim, current: &(String, String)) -> Option<((String, String), bool)> {
+    let mrcs: Vec<_> = sim
+        .list("MeshRootCertificate", NS)
+        .into_iter()
+        .filter(|m| m["metadata"].get("deletionTimestamp").is_none())
+        .collect();
+    let in_use: Vec<(&str, &str)> = mrcs
+        .iter()
+        .filter_map(|m| {
+            let role = m["spec"]["role"].as_str()?;
+            let name = m["metadata"]["name"].as_str()?;
+            (role == "active" || role == "passive").then_some((name, role))
+        })
+        .collect();
+    let (x, y) = match in_use.as_slice() {
+        [(x, "active")] => (x, x),
+        [(x, "active"), (y, "passive")] | [(y, "passive"), (x, "active")] => (x, y),
+        [(x, "active"), (y, "active")] if current.0 == *y => (y, x),
+        [(x, "active"), (y, "active")] => (x, y),
+        _ => return None,
+    };
+    let (s, v) = current;
+    let signer_left = !mrcs.iter().any(|m| m["metadata"]["name"] == **s);
+    // The signer stays, or the one trusted beside it signs and the signer stays trusted.
+    let step = signer_left || x == s || (x == v && s == y);
+    Some((((*x).to_owned(), (*y).to_owned()), step))
+}
+
 /// One walk of `steps` random steps from `seed`; each step is said on standard error, which
 /// the test shows when it fails. With `caches_behind`, Metacontroller's caches fall behind on
-/// the manager's children now and then, and the user waits before each edit as ROTATION.md says.
+/// the manager, its children and the MRCs now and then, and the user waits before each edit as
+/// ROTATION.md says.
 fn cert_rotation_walk(seed: u64, steps: usize, caches_behind: bool) {
     eprintln!("seed {seed}");
     let mut rng = Rng::new(seed);
@@ -1508,14 +1574,20 @@ fn cert_rotation_walk(seed: u64, steps: usize, caches_behind: bool) {
     set_role(&mut sim, "mrc-a", Some("active")).unwrap();
     let mut before = mounted(&sim);
     let mut signer_forced_out = false;
+    // The manager's issuers as the API server had them before the user's last edit.
+    let mut before_edit = issuers(&sim);
     for step in 0..steps {
         let draw = rng.below(if caches_behind { 130 } else { 100 });
         if caches_behind && draw < 100 {
             // The user edits only once every leaf carries the manager's issuers, the bundle
-            // holds their CAs and the workloads have loaded them (ROTATION.md), and minutes do
-            // not pass with the caches behind: Metacontroller's retries land once they catch up.
+            // holds their CAs, the MRCs' states are the issuers' and the workloads have loaded
+            // them (ROTATION.md), and minutes do not pass with the caches behind:
+            // Metacontroller's retries land once they catch up.
             let edit = draw < 65;
-            if !edit || !children_follow_the_status(&sim) {
+            if !edit
+                || !children_follow_the_status(&sim)
+                || states_agree_with_issuers(&sim).is_err()
+            {
                 eprintln!("{step}: the caches catch up");
                 sim.catch_up_caches();
                 sim.run_until_quiet();
@@ -1527,6 +1599,9 @@ fn cert_rotation_walk(seed: u64, steps: usize, caches_behind: bool) {
         // A frozen manager renews nothing (§3.6), and its `Ready=False` is the alarm a user
         // answers: time passes in the walk only while the manager is ready.
         let ready = first_condition(&sim, "CertificateManager", "mesh")["status"] == "True";
+        if draw < 65 {
+            before_edit = issuers(&sim);
+        }
         match draw {
             0..=54 => {
                 let name = *rng.pick(&MRCS);
@@ -1572,9 +1647,15 @@ fn cert_rotation_walk(seed: u64, steps: usize, caches_behind: bool) {
                     ("Secret", "web-tls"),
                     ("Secret", "api-tls"),
                     ("ConfigMap", "osm-ca-bundle"),
+                    ("CertificateManager", "mesh"),
+                    ("MeshRootCertificate", MRCS[0]),
+                    ("MeshRootCertificate", MRCS[1]),
+                    ("MeshRootCertificate", MRCS[2]),
                 ]);
-                eprintln!("{step}: the caches stop hearing of {name}");
-                sim.hold_in_caches(kind, NS, name);
+                if sim.get(kind, NS, name).is_some() {
+                    eprintln!("{step}: the caches stop hearing of {name}");
+                    sim.hold_in_caches(kind, NS, name);
+                }
             }
             115..=119 => {
                 let late = sim.turn_over_creates_heard_late();
@@ -1596,6 +1677,17 @@ fn cert_rotation_walk(seed: u64, steps: usize, caches_behind: bool) {
         if !sim.caches_behind() {
             check_trust(&sim);
             states_agree_with_issuers(&sim).unwrap();
+            // The manager answers the user's edit as it would have with its caches on time.
+            let ready = first_condition(&sim, "CertificateManager", "mesh");
+            if let Some((pair, true)) = expected_pair(&sim, &before_edit) {
+                assert_ne!(
+                    ready["reason"], "RotationStepSkipped",
+                    "from {before_edit:?}"
+                );
+                if ready["status"] == "True" {
+                    assert_eq!(issuers(&sim), pair, "from {before_edit:?}");
+                }
+            }
         }
         let now = mounted(&sim);
         // A signer forced out leaves the workloads that still hold its leaves behind, as the
@@ -1640,10 +1732,12 @@ fn random_walks_never_leave_a_workload_untrusted_by_its_peers() {
 }
 
 /// The walks above with Metacontroller's caches behind now and then on the manager's children
-/// (a leaf Secret's or the bundle's changes not heard of, creates heard of late), and a user who
-/// waits as ROTATION.md says before each edit: every leaf carrying the manager's issuers, the
-/// bundle holding their CAs, and the workloads having loaded them. Workloads a step apart still
-/// talk, with a leaf whose update has not landed yet among them.
+/// (a leaf Secret's or the bundle's changes not heard of, creates heard of late), on the manager
+/// and on the MRCs, and a user who waits as ROTATION.md says before each edit: every leaf
+/// carrying the manager's issuers, the bundle holding their CAs, the MRCs' states those of the
+/// issuers, and the workloads having loaded them. Workloads a step apart still talk, with a leaf
+/// whose update has not landed yet among them, and the manager answers each edit as it would
+/// with its caches on time.
 #[test]
 fn random_walks_with_caches_behind_keep_workloads_a_step_apart_talking() {
     for seed in seeds(4) {

@@ -1962,16 +1962,18 @@ impl Sim {
         if finalizing && resp["finalized"] == json!(true) {
             set_finalizer(&mut t, &finalizer, false);
         }
+        // Only a change is written, with the resourceVersion the caches heard of. On a
+        // Conflict Metacontroller ends the pass without an error and without managing
+        // attachments, and the event it missed syncs the target again (contract §7.3 step 4).
         let rv = |o: &Value| str_at(o, "/metadata/resourceVersion").to_owned();
-        if t != target && self.store.get(key).map(rv) != Some(rv(&target)) {
-            // The update carries the resourceVersion the caches heard of: a Conflict, on which
-            // Metacontroller ends the pass without an error and without managing attachments,
-            // and the event it missed syncs the target again (contract §7.3 step 4).
-            return;
-        }
-        if let Err(e) = self.write_parent(t) {
-            self.sync_errors.push(format!("updating the target: {e}"));
-            return self.retry(DECORATOR + ctrl, key);
+        if t != target {
+            if self.store.get(key).map(rv) != Some(rv(&target)) {
+                return;
+            }
+            if let Err(e) = self.write_parent(t) {
+                self.sync_errors.push(format!("updating the target: {e}"));
+                return self.retry(DECORATOR + ctrl, key);
+            }
         }
         self.store.finish_if_released(key, self.now());
         let Some(target) = self.store.get(key).cloned() else {
