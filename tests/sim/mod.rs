@@ -677,10 +677,6 @@ impl Sim {
         }
     }
 
-    /// Metacontroller's write of a parent's or target's status, labels and annotations, which
-    /// no admission webhook sees here: pruned by its CRD's schema, and no write at all (so no
-    /// event) when that leaves the object as it is, as the API server skips a no-op update.
-    /// The `Err` is the API server's refusal of an object its schema does not allow.
     /// Metacontroller's AtomicUpdate of a finalizer: the object as the API server has it now
     /// gets it, whatever the caches hold.
     fn add_finalizer(&mut self, key: &Key, finalizer: &str) -> Result<(), String> {
@@ -692,6 +688,10 @@ impl Sim {
         self.api_write(latest, METACONTROLLER)
     }
 
+    /// Metacontroller's write of a parent's or target's status, labels and annotations, which
+    /// no admission webhook sees here: pruned by its CRD's schema, and no write at all (so no
+    /// event) when that leaves the object as it is, as the API server skips a no-op update.
+    /// The `Err` is the API server's refusal of an object its schema does not allow.
     fn write_parent(&mut self, mut obj: Value) -> Result<(), String> {
         let schema = self.schema_of(&obj);
         if let Some(schema) = &schema {
@@ -969,8 +969,8 @@ impl Sim {
         !self.cache_holds.is_empty()
     }
 
-    /// The caches hear of every held child as it is now, and its parent is synced, as after the
-    /// informer's watch events.
+    /// The caches hear of every held object as it is now, and what it concerns is synced (its
+    /// parent, or itself as a parent or target), as after the informer's watch events.
     pub fn catch_up_caches(&mut self) {
         for (key, seen) in std::mem::take(&mut self.cache_holds) {
             if let Some(obj) = self.store.get(&key).cloned().or(seen) {
