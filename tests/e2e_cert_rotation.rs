@@ -1574,7 +1574,8 @@ fn cert_rotation_walk(seed: u64, steps: usize, caches_behind: bool) {
     set_role(&mut sim, "mrc-a", Some("active")).unwrap();
     let mut before = mounted(&sim);
     let mut signer_forced_out = false;
-    // The manager's issuers as the API server had them before the user's last edit.
+    // The manager's issuers as the API server had them before the user's last action (a role
+    // edit, a delete).
     let mut before_edit = issuers(&sim);
     for step in 0..steps {
         let draw = rng.below(if caches_behind { 130 } else { 100 });
@@ -1678,13 +1679,13 @@ fn cert_rotation_walk(seed: u64, steps: usize, caches_behind: bool) {
             check_trust(&sim);
             states_agree_with_issuers(&sim).unwrap();
             // The manager answers the user's edit as it would have with its caches on time.
-            let ready = first_condition(&sim, "CertificateManager", "mesh");
+            let condition = first_condition(&sim, "CertificateManager", "mesh");
             if let Some((pair, true)) = expected_pair(&sim, &before_edit) {
                 assert_ne!(
-                    ready["reason"], "RotationStepSkipped",
+                    condition["reason"], "RotationStepSkipped",
                     "from {before_edit:?}"
                 );
-                if ready["status"] == "True" {
+                if condition["status"] == "True" {
                     assert_eq!(issuers(&sim), pair, "from {before_edit:?}");
                 }
             }
