@@ -43,6 +43,23 @@ pub struct Before {
     pub cached: Store,
 }
 
+impl Before {
+    /// The API server's objects with those of `kind` as the caches had them: the world a sync
+    /// that read those late would have met had it run before they changed.
+    pub fn store_with_seen(&self, kind: &str) -> Store {
+        let mut world = self.store.clone();
+        world.objects.retain(|k, _| k.1 != kind);
+        world.objects.extend(
+            self.cached
+                .objects
+                .iter()
+                .filter(|(k, _)| k.1 == kind)
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        world
+    }
+}
+
 /// Called with [`Before`] when Metacontroller deletes or creates a child, and that child; an
 /// `Err` is recorded as a violation.
 pub type ChildCheck = Box<dyn FnMut(&Before, &Value) -> Result<(), String>>;
