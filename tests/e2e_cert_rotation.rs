@@ -671,6 +671,15 @@ fn an_mrc_whose_ca_secret_is_not_heard_of_yet_generates_one_that_never_lands() {
     sim.caches_hear_creates_late = true;
     set_role(&mut sim, "mrc-b", None).unwrap();
     let created = sim.get("Secret", NS, "mrc-b-ca").unwrap()["data"].clone();
+    // Each write of the CA Secret the API server took, as the store's log has it.
+    let writes = |sim: &Sim| {
+        sim.store
+            .events
+            .iter()
+            .filter(|e| e.ends_with(r#""Secret", "osm-system", "mrc-b-ca")"#))
+            .count()
+    };
+    assert_eq!(writes(&sim), 1, "{:?}", sim.store.events);
     let unseen_while_there = sim
         .requests
         .iter()
@@ -689,6 +698,7 @@ fn an_mrc_whose_ca_secret_is_not_heard_of_yet_generates_one_that_never_lands() {
     sim.run_until_quiet();
     set_role(&mut sim, "mrc-b", Some("passive")).unwrap();
     assert_eq!(sim.get("Secret", NS, "mrc-b-ca").unwrap()["data"], created);
+    assert_eq!(writes(&sim), 1, "{:?}", sim.store.events);
     assert_eq!(issuers(&sim), ("mrc-a".into(), "mrc-b".into()));
     assert_eq!(check_trust(&sim), ["mrc-a", "mrc-b"]);
     assert!(sim.sync_errors.is_empty(), "{:?}", sim.sync_errors);
@@ -1669,7 +1679,7 @@ fn cert_rotation_walk(seed: u64, steps: usize, caches_behind: bool) {
             }
         }
         // With the caches behind, an update meets a Conflict, which Metacontroller retries.
-        let conflict = |e: &String| caches_behind && e.contains("Conflict (the caches are behind)");
+        let conflict = |e: &String| caches_behind && e.contains(sim::CONFLICT_CACHES_BEHIND);
         assert!(
             sim.sync_errors.iter().all(conflict),
             "{:?}",

@@ -1241,8 +1241,6 @@ fn delete_graph_walk(
         assert_eq!(status[*w]["state"], "Running", "{w}: {status}");
     }
 
-    // Whether the caches hold the set, from its hold to the next catch-up.
-    let mut set_held = false;
     for step in 0..steps {
         let pods: Vec<Value> = sim
             .list("Pod", NS)
@@ -1337,7 +1335,6 @@ fn delete_graph_walk(
             100..=101 => {
                 eprintln!("{step}: the caches stop hearing of the set");
                 sim.hold_in_caches("WorkloadSet", NS, "shop");
-                set_held = true;
             }
             102..=107 if !pods.is_empty() => {
                 let name = rng.pick(&pods)["metadata"]["name"].as_str().unwrap();
@@ -1351,7 +1348,6 @@ fn delete_graph_walk(
             114.. => {
                 eprintln!("{step}: the caches catch up");
                 sim.catch_up_caches();
-                set_held = false;
             }
             _ => {
                 eprintln!("{step}: settle");
@@ -1372,7 +1368,7 @@ fn delete_graph_walk(
         }
         sim.run_until_quiet();
         // A set held in the caches has the status of the spec the syncs read.
-        if !set_held {
+        if !sim.holds("WorkloadSet", NS, "shop") {
             check(&sim, &plan, frozen.get());
         }
     }

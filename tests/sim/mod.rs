@@ -404,6 +404,10 @@ pub struct Sim {
     pub sync_errors: Vec<String>,
 }
 
+/// The sync error of an in-place update of a child held in the caches ([`Sim::hold_in_caches`]),
+/// which Metacontroller returns and retries.
+pub const CONFLICT_CACHES_BEHIND: &str = "Conflict (the caches are behind)";
+
 /// The user Metacontroller's writes are admitted as.
 const METACONTROLLER: &str = "system:serviceaccount:metacontroller:metacontroller";
 
@@ -986,6 +990,14 @@ impl Sim {
         !self.cache_holds.is_empty()
     }
 
+    /// Whether the caches hold or hide this object ([`Sim::hold_in_caches`], a create heard of
+    /// late) until they next catch up.
+    pub fn holds(&self, kind: &str, namespace: &str, name: &str) -> bool {
+        self.cache_holds
+            .keys()
+            .any(|k| k.1 == kind && k.2 == namespace && k.3 == name)
+    }
+
     /// The caches hear of every held object as it is now, and what it concerns is synced (its
     /// parent, or itself as a parent or target), as after the informer's watch events.
     pub fn catch_up_caches(&mut self) {
@@ -1012,12 +1024,14 @@ impl Sim {
         }
     }
 
-    /// One object as Metacontroller's caches have it: as last heard of, none if not heard of
-    /// yet, else as the store has it.
-    fn cached_object(&self, key: &Key) -> Option<Value> {
+    /// A parent or target to sync, as Metacontroller's caches have it (as last heard of, or as
+    /// the store has it); none if not heard of yet, or gone from the API server, where its
+    /// status write would meet a NotFound.
+    fn parent_to_sync(&self, key: &Key) -> Option<Value> {
+        let now = self.store.get(key)?;
         match self.cache_holds.get(key) {
             Some(seen) => seen.clone(),
-            None => self.store.get(key).cloned(),
+            None => Some(now.clone()),
         }
     }
 
@@ -1547,12 +1561,7 @@ impl Sim {
     }
 
     fn sync_composite(&mut self, ctrl: usize, key: &Key) {
-        // A parent gone from the API server is left alone (its status write would meet a
-        // NotFound); one there is synced as the caches have it.
-        if self.store.get(key).is_none() {
-            return;
-        }
-        let Some(mut parent) = self.cached_object(key) else {
+        let Some(mut parent) = self.parent_to_sync(key) else {
             return;
         };
         let controller = self.composites[ctrl].clone();
@@ -1859,7 +1868,7 @@ impl Sim {
                             // Its resourceVersion is behind: a Conflict, which Metacontroller
                             // returns as the sync's error, and so syncs again after its back-off.
                             self.sync_errors
-                                .push(format!("update {k:?}: Conflict (the caches are behind)"));
+                                .push(format!("update {k:?}: {CONFLICT_CACHES_BEHIND}"));
                         }
                         "InPlace" | "RollingInPlace" => {
                             if let Err(e) = self.api_write(merged, METACONTROLLER) {
@@ -1876,10 +1885,7 @@ impl Sim {
     }
 
     fn sync_decorator(&mut self, ctrl: usize, key: &Key) {
-        if self.store.get(key).is_none() {
-            return;
-        }
-        let Some(mut target) = self.cached_object(key) else {
+        let Some(mut target) = self.parent_to_sync(key) else {
             return;
         };
         let controller = self.decorators[ctrl].clone();
