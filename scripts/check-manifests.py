@@ -55,6 +55,10 @@
    CertificateManager specs), the hook's sync (`metahooks run`) answers `InvalidSpec` exactly
    when the API server would not store the object: the CRD refuses up front each spec that the
    hook reports, and the hook reports each one stored before the rules.
+14. Estimates the cost of every CRD's validation rules as the API server does when the CRD is
+   created (scripts/cel_cost.py, itself held to figures of Kubernetes' own cost tests first): a
+   rule's cost times the values it can run on in one object at most 10,000,000, the CRD's sum at
+   most 100,000,000, else the API server refuses the CRD and nothing of the controller installs.
 """
 import copy
 import functools
@@ -73,6 +77,7 @@ import urllib.request
 from urllib.parse import urlparse
 
 import celpy
+import cel_cost
 import jsonschema
 import kubernetes_validate
 import yaml
@@ -779,6 +784,26 @@ if rule_fixtures == 0:
 for fixture, object_name in sorted(set(STORED_BEFORE_THE_RULES) - exempt_refused):
     fail(f"fixtures/{fixture}", f"holds no {object_name} that the CRD's rules refuse")
 
+# 14. The API server's estimate of the CRDs' rule costs, with the model checked first.
+for wrong in cel_cost.self_test(CEL.compile):
+    fail("scripts/cel_cost.py", f"estimates unlike the API server: {wrong}")
+costliest = (0, None)
+for (group, kind, version), (schema, _, _) in sorted(crds.items()):
+    where = f"CRD {kind}.{group} {version}"
+    try:
+        costs = cel_cost.crd_rule_costs(schema, CEL.compile)
+    except cel_cost.Unmodelled as e:
+        fail(where, f"a validation rule's cost is not estimated ({e}): extend scripts/cel_cost.py")
+        continue
+    for at, rule, cost, times in costs:
+        if cost * times > cel_cost.PER_RULE_LIMIT:
+            fail(where, f"the rule at {at} costs about {cost} a value, {cost * times} on {times} values, "
+                        f"over the API server's {cel_cost.PER_RULE_LIMIT}: {rule}")
+        costliest = max(costliest, (cost * times, f"{kind} {at}"))
+    total = sum(cost * times for _, _, cost, times in costs)
+    if total > cel_cost.PER_CRD_LIMIT:
+        fail(where, f"its rules cost about {total} in all, over the API server's {cel_cost.PER_CRD_LIMIT}")
+
 for route in sorted(set(routes) - used_routes):
     fail("manifests", f"route {route} ({routes[route]}) is served but wired nowhere")
 
@@ -786,3 +811,4 @@ if errors:
     print("\n".join(errors))
     sys.exit(1)
 print(f"manifests: {len(objects)} objects checked, {len(used_routes)} routes wired")
+print(f"CRD rule costs: the costliest {costliest[0]} of {cel_cost.PER_RULE_LIMIT} ({costliest[1]})")
