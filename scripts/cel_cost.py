@@ -58,7 +58,7 @@ def schema_val(schema):
             # maxLength counts characters; the API server counts up to 4 bytes each.
             size = schema["maxLength"] * 4
         elif "enum" in schema:
-            size = max(len(str(v)) for v in schema["enum"])
+            size = max(len(str(v).encode()) for v in schema["enum"])
         else:
             size = REQUEST_BYTES
         return Val("string", size, schema, None)
