@@ -59,6 +59,14 @@
    created (scripts/cel_cost.py, itself held to figures of Kubernetes' own cost tests first): a
    rule's cost times the values it can run on in one object at most 10,000,000, the CRD's sum at
    most 100,000,000, else the API server refuses the CRD and nothing of the controller installs.
+15. Checks every CRD version's schema as the API server does when it creates the CRD: a
+   structural schema (a type on every node but int-or-string and preserve-unknown-fields ones,
+   nothing in allOf/anyOf/oneOf/not but value checks on declared fields, metadata restricted
+   only in its name and generateName), nothing apiextensions.k8s.io/v1 forbids (properties
+   beside additionalProperties, additionalProperties or preserve-unknown-fields false,
+   uniqueItems), the keys of a map list required or defaulted scalars, and every default, with
+   the defaults below it applied, free of fields the API server would prune and passing the
+   schema and the validation rules of its node.
 """
 import copy
 import functools
@@ -192,10 +200,10 @@ def rule_refusals(rules, obj):
             try:
                 verdict = program.evaluate({"self": celpy.json_to_cel(value)})
             except celpy.CELEvalError as e:
-                refusals.append(f"{at}: the rule {message!r} fails to evaluate ({e.args[0]})")
+                refusals.append(f"{at or '.'}: the rule {message!r} fails to evaluate ({e.args[0]})")
                 continue
             if verdict != celpy.celtypes.BoolType(True):
-                refusals.append(f"{at}: {message}")
+                refusals.append(f"{at}: {message}" if at else message)
     return refusals
 
 
@@ -246,6 +254,136 @@ def duplicate_keys(schema, value, at=""):
                 seen.add(key)
             found += duplicate_keys(schema.get("items") or {}, item, f"{at}[{i}]")
     return found
+
+
+SCALAR_TYPES = {"string", "integer", "number", "boolean"}
+JUNCTORS = ("allOf", "anyOf", "oneOf", "not")
+# What a schema inside allOf, anyOf, oneOf or not may not set (a structural schema).
+NOT_IN_JUNCTORS = ("description", "type", "default", "additionalProperties", "nullable")
+
+
+def junctor_schemas(schema):
+    """The schemas of a node's logical junctors, each with the junctor's name."""
+    for junctor in JUNCTORS:
+        subs = schema.get(junctor)
+        for sub in ([subs] if isinstance(subs, dict) else subs or []):
+            yield junctor, sub
+
+
+def structural_faults(schema, at="", root=True):
+    """What makes a CRD version's schema one the API server refuses: not structural, or using
+    what apiextensions.k8s.io/v1 forbids (each with where it is)."""
+    where = at or "."
+    faults = []
+    int_or_string = schema.get("x-kubernetes-int-or-string") is True
+    if not (schema.get("type") or int_or_string or schema.get("x-kubernetes-preserve-unknown-fields") is True):
+        faults.append(f"{where}: no type")
+    if root and schema.get("type") != "object":
+        faults.append(f"{where}: the root is not of type object")
+    if "properties" in schema and "additionalProperties" in schema:
+        faults.append(f"{where}: both properties and additionalProperties")
+    if schema.get("additionalProperties") is False:
+        faults.append(f"{where}: additionalProperties false")
+    if schema.get("uniqueItems") is True:
+        faults.append(f"{where}: uniqueItems true")
+    if schema.get("x-kubernetes-preserve-unknown-fields") is False:
+        faults.append(f"{where}: x-kubernetes-preserve-unknown-fields false")
+    for junctor, sub in junctor_schemas(schema):
+        for key in NOT_IN_JUNCTORS:
+            # int-or-string's own pattern: anyOf [{type: integer}, {type: string}].
+            if key in sub and not (int_or_string and junctor == "anyOf" and key == "type"):
+                faults.append(f"{where}.{junctor}: sets {key}")
+        for name in sub.get("properties") or {}:
+            if name not in (schema.get("properties") or {}):
+                faults.append(f"{where}.{junctor}: the field {name}, which properties does not declare")
+    list_type = schema.get("x-kubernetes-list-type")
+    items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+    if list_type == "map":
+        keys = schema.get("x-kubernetes-list-map-keys") or []
+        if items.get("type") != "object" or not keys:
+            faults.append(f"{where}: a list of type map needs object items and list-map-keys")
+        for key in keys:
+            key_schema = (items.get("properties") or {}).get(key, {})
+            if key_schema.get("type") not in SCALAR_TYPES:
+                faults.append(f"{where}: the list-map key {key} is not a scalar field of the items")
+            if key not in (items.get("required") or []) and "default" not in key_schema:
+                faults.append(f"{where}: the list-map key {key} is neither required nor defaulted")
+    elif list_type == "set" and items.get("type") not in SCALAR_TYPES:
+        faults.append(f"{where}: a list of type set of items that are not scalars")
+    if "items" in schema and not isinstance(schema["items"], dict):
+        faults.append(f"{where}: items is not one schema")
+    for name, sub in (schema.get("properties") or {}).items():
+        if root and name == "metadata":
+            extra = set(sub.get("properties") or {}) - {"name", "generateName"}
+            if extra or set(sub) - {"type", "properties"}:
+                faults.append(".metadata: restricts more than name and generateName")
+        faults += structural_faults(sub, f"{at}.{name}", root=False)
+    if isinstance(schema.get("additionalProperties"), dict):
+        faults += structural_faults(schema["additionalProperties"], f"{at}{{*}}", root=False)
+    if items:
+        faults += structural_faults(items, f"{at}[*]", root=False)
+    return faults
+
+
+def with_defaults(schema, value):
+    """`value` with the defaults of `schema` applied below it, as the API server applies them."""
+    if isinstance(value, dict):
+        value = dict(value)
+        for name, sub in (schema.get("properties") or {}).items():
+            if name not in value and "default" in sub:
+                value[name] = copy.deepcopy(sub["default"])
+            if name in value:
+                value[name] = with_defaults(sub, value[name])
+        if isinstance(schema.get("additionalProperties"), dict):
+            for name in set(value) - set(schema.get("properties") or {}):
+                value[name] = with_defaults(schema["additionalProperties"], value[name])
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        value = [with_defaults(schema["items"], item) for item in value]
+    return value
+
+
+def unknown_fields(schema, value, at):
+    """The fields of `value` that `schema` would prune."""
+    found = []
+    if schema.get("x-kubernetes-preserve-unknown-fields") is True:
+        return found
+    if isinstance(value, dict) and schema.get("type") == "object":
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for name, sub_value in value.items():
+            if name in props:
+                found += unknown_fields(props[name], sub_value, f"{at}.{name}")
+            elif isinstance(extra, dict):
+                found += unknown_fields(extra, sub_value, f"{at}.{name}")
+            elif extra is not True:
+                found.append(f"{at}.{name}")
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            found += unknown_fields(schema["items"], item, f"{at}[{i}]")
+    return found
+
+
+def default_faults(schema, at=""):
+    """Each default of a CRD version's schema that the API server refuses: one it would prune or
+    that fails the schema or the validation rules of its node, its own defaults applied."""
+    faults = []
+    if "default" in schema:
+        where = f"{at or '.'}: the default {json.dumps(schema['default'])}"
+        value = with_defaults(schema, schema["default"])
+        pruned = unknown_fields(schema, value, at)
+        if pruned:
+            faults.append(f"{where} has fields the API server prunes: {', '.join(pruned)}")
+        try:
+            jsonschema.validate(value, strip_k8s(schema))
+        except jsonschema.ValidationError as e:
+            faults.append(f"{where} does not match the schema: {e.message}")
+        faults += [f"{where} is refused by a rule: {refusal}" for refusal in rule_refusals(crd_rules(schema), value)]
+    for name, sub in (schema.get("properties") or {}).items():
+        faults += default_faults(sub, f"{at}.{name}")
+    for key, mark in (("additionalProperties", "{*}"), ("items", "[*]")):
+        if isinstance(schema.get(key), dict):
+            faults += default_faults(schema[key], at + mark)
+    return faults
 
 
 def api_server_refusals(key, obj):
@@ -803,6 +941,11 @@ for (group, kind, version), (schema, _, _) in sorted(crds.items()):
     total = sum(cost * times for _, _, cost, times in costs)
     if total > cel_cost.PER_CRD_LIMIT:
         fail(where, f"its rules cost about {total} in all, over the API server's {cel_cost.PER_CRD_LIMIT}")
+
+# 15. The CRDs' schemas as the API server requires them when it creates a CRD.
+for (group, kind, version), (schema, _, _) in sorted(crds.items()):
+    for fault in structural_faults(schema) + default_faults(schema):
+        fail(f"CRD {kind}.{group} {version}", fault)
 
 for route in sorted(set(routes) - used_routes):
     fail("manifests", f"route {route} ({routes[route]}) is served but wired nowhere")
