@@ -59,14 +59,14 @@
    created (scripts/cel_cost.py, itself held to figures of Kubernetes' own cost tests first): a
    rule's cost times the values it can run on in one object at most 10,000,000, the CRD's sum at
    most 100,000,000, else the API server refuses the CRD and nothing of the controller installs.
-15. Checks every CRD version's schema as the API server does when it creates the CRD: a
-   structural schema (a type on every node but int-or-string and preserve-unknown-fields ones,
-   nothing in allOf/anyOf/oneOf/not but value checks on declared fields, metadata restricted
-   only in its name and generateName), nothing apiextensions.k8s.io/v1 forbids (properties
-   beside additionalProperties, additionalProperties or preserve-unknown-fields false,
-   uniqueItems), the keys of a map list required or defaulted scalars, and every default, with
-   the defaults below it applied, free of fields the API server would prune and passing the
-   schema and the validation rules of its node.
+15. Checks every CRD as the API server does when it creates it: its name is its plural and group,
+   it has one storage version, and each version's schema is a structural schema (a type on every
+   node but int-or-string and preserve-unknown-fields ones, nothing in allOf/anyOf/oneOf/not but
+   value checks on declared fields, metadata restricted only in its name and generateName), nothing
+   apiextensions.k8s.io/v1 forbids (properties beside additionalProperties, additionalProperties or
+   preserve-unknown-fields false, uniqueItems), the keys of a map list required or defaulted
+   scalars, and every default, with the defaults below it applied, free of fields the API server
+   would prune and passing the schema and the validation rules of its node.
 """
 import copy
 import functools
@@ -942,7 +942,16 @@ for (group, kind, version), (schema, _, _) in sorted(crds.items()):
     if total > cel_cost.PER_CRD_LIMIT:
         fail(where, f"its rules cost about {total} in all, over the API server's {cel_cost.PER_CRD_LIMIT}")
 
-# 15. The CRDs' schemas as the API server requires them when it creates a CRD.
+# 15. The CRDs as the API server requires them when it creates one: named after their plural and
+# group, one storage version, and schemas it takes.
+for source, obj in objects:
+    if obj.get("kind") == "CustomResourceDefinition":
+        spec = obj["spec"]
+        name = f"{spec['names']['plural']}.{spec['group']}"
+        if obj["metadata"]["name"] != name:
+            fail(source, f"CRD {obj['metadata']['name']} is not named {name}, its plural and group")
+        if sum(1 for v in spec["versions"] if v.get("storage")) != 1:
+            fail(source, f"CRD {name} has not exactly one storage version")
 for (group, kind, version), (schema, _, _) in sorted(crds.items()):
     for fault in structural_faults(schema) + default_faults(schema):
         fail(f"CRD {kind}.{group} {version}", fault)
