@@ -67,6 +67,9 @@
    preserve-unknown-fields false, uniqueItems), the keys of a map list required or defaulted
    scalars, and every default, with the defaults below it applied, free of fields the API server
    would prune and passing the schema and the validation rules of its node.
+16. Evaluates every CRD's printer columns (`kubectl get`) on the objects as the hooks leave them,
+   each fixture's parent or decorated object with the status its answer writes: each column shows
+   a value on at least one, and only values of its type.
 """
 import copy
 import functools
@@ -384,6 +387,31 @@ def default_faults(schema, at=""):
         if isinstance(schema.get(key), dict):
             faults += default_faults(schema[key], at + mark)
     return faults
+
+
+# The JSONPath forms of printer columns that check 16 reads: a field, an item by index, and an
+# item of a list whose field has a value.
+COLUMN_STEP = re.compile(r"\.([A-Za-z0-9_-]+)|\[(\d+)\]|\[\?\(@\.([A-Za-z0-9_]+)\s*==\s*'([^']*)'\)\]")
+COLUMN_TYPES = {"integer": (int,), "number": (int, float), "string": (str,), "boolean": (bool,), "date": (str,)}
+
+
+def column_values(path, obj):
+    """What a printer column's JSONPath gives of `obj` (kubectl prints them joined)."""
+    values, at = [obj], 0
+    while at < len(path):
+        step = COLUMN_STEP.match(path, at)
+        if step is None:
+            raise ValueError(f"a JSONPath step check 16 does not read: {path[at:]!r}")
+        field, index, key, wanted = step.groups()
+        if field:
+            values = [v[field] for v in values if isinstance(v, dict) and field in v]
+        elif index:
+            values = [v[int(index)] for v in values if isinstance(v, list) and int(index) < len(v)]
+        else:
+            values = [item for v in values if isinstance(v, list) for item in v
+                      if isinstance(item, dict) and item.get(key) == wanted]
+        at = step.end()
+    return values
 
 
 def api_server_refusals(key, obj):
@@ -955,6 +983,45 @@ for source, obj in objects:
 for (group, kind, version), (schema, _, _) in sorted(crds.items()):
     for fault in structural_faults(schema) + default_faults(schema):
         fail(f"CRD {kind}.{group} {version}", fault)
+
+# 16. Each printer column of a CRD shows a value of its type on the objects as the hooks leave
+# them: each fixture's parent or decorated object that its CRD's schema takes (a rule may refuse
+# it, as one stored before the rules), with the status its answer writes.
+answered = []
+for request_file in sorted(glob.glob(os.path.join(FIXTURES, "*", "*.request.json"))):
+    with open(request_file) as f:
+        request = json.load(f)
+    with open(request_file.replace(".request.json", ".response.json")) as f:
+        response = json.load(f)
+    obj = request.get("parent") or request.get("object")
+    if not (isinstance(obj, dict) and isinstance(response, dict) and "status" in response):
+        continue
+    group, _, version = str(obj.get("apiVersion")).rpartition("/")
+    key = (group, obj.get("kind"), version)
+    if key in crds and all(r.startswith("its CRD's rule") for r in api_server_refusals(key, obj)):
+        answered.append({**obj, "status": response["status"]})
+for source, obj in objects:
+    if obj.get("kind") != "CustomResourceDefinition":
+        continue
+    spec = obj["spec"]
+    kind_objects = [o for o in answered if o.get("kind") == spec["names"]["kind"]
+                    and o.get("apiVersion", "").startswith(spec["group"] + "/")]
+    for v in spec["versions"]:
+        for column in v.get("additionalPrinterColumns") or []:
+            where = f"CRD {spec['names']['kind']} {v['name']}, column {column['name']}"
+            try:
+                shown = [column_values(column["jsonPath"], o) for o in kind_objects]
+            except ValueError as e:
+                fail(where, str(e))
+                continue
+            wrong = [value for values in shown for value in values
+                     if not isinstance(value, COLUMN_TYPES[column["type"]])
+                     or (column["type"] != "boolean" and isinstance(value, bool))]
+            if wrong:
+                fail(where, f"{column['jsonPath']} gives {wrong[0]!r}, not of its type {column['type']}")
+            if kind_objects and not any(shown):
+                fail(where, f"{column['jsonPath']} shows nothing on any of the {len(kind_objects)} "
+                            f"fixtures' objects with the status their answers write")
 
 for route in sorted(set(routes) - used_routes):
     fail("manifests", f"route {route} ({routes[route]}) is served but wired nowhere")
