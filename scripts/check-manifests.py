@@ -70,6 +70,12 @@
 16. Evaluates every CRD's printer columns (`kubectl get`) on the objects as the hooks leave them,
    each fixture's parent or decorated object with the status its answer writes: each column shows
    a value on at least one, and only values of its type.
+17. Checks that the metahooks namespace enforces the restricted Pod Security Standard
+   (`pod-security.kubernetes.io/enforce`), and that every Pod template of a namespace these
+   manifests make meets the standard it enforces: no host namespaces, ports or paths, only the
+   volume types restricted admits, and in every container no privilege or its escalation, all
+   capabilities dropped (but NET_BIND_SERVICE), a non-root user and a RuntimeDefault or Localhost
+   seccomp profile.
 """
 import copy
 import functools
@@ -111,7 +117,9 @@ ALERT_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "alerts-t
 BUILTIN_RESOURCES = {("v1", "pods"), ("v1", "configmaps"), ("v1", "secrets")}
 SECRETS = ("v1", "secrets")
 # The webhook CA that Metacontroller checks metahooks' certificate against (README, Deploying).
-CA_CONFIGMAP = {"name": "metahooks-ca", "namespace": "metahooks-system", "key": "ca.crt"}
+# The namespace metahooks runs in.
+NAMESPACE = "metahooks-system"
+CA_CONFIGMAP = {"name": "metahooks-ca", "namespace": NAMESPACE, "key": "ca.crt"}
 # Where Metacontroller's own manifests install it, and the label every namespace has its name in.
 METACONTROLLER_NAMESPACE = "metacontroller"
 NAMESPACE_NAME = "kubernetes.io/metadata.name"
@@ -412,6 +420,53 @@ def column_values(path, obj):
                       if isinstance(item, dict) and item.get(key) == wanted]
         at = step.end()
     return values
+
+
+POD_SECURITY = "pod-security.kubernetes.io/enforce"
+# The kinds whose spec.template is a Pod template.
+POD_OWNERS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"}
+# The volume types the restricted Pod Security Standard admits.
+RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
+                      "persistentVolumeClaim", "projected", "secret"}
+
+
+def restricted_faults(pod):
+    """What in a Pod spec the restricted Pod Security Standard refuses (the rules of the
+    baseline profile and of restricted that a Pod spec can break)."""
+    faults = []
+    pod_context = pod.get("securityContext") or {}
+    for field in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(field):
+            faults.append(f"{field} is set")
+    for volume in pod.get("volumes") or []:
+        kinds = set(volume) - {"name"}
+        if not kinds <= RESTRICTED_VOLUMES:
+            faults.append(f"volume {volume['name']} is of type {', '.join(sorted(kinds - RESTRICTED_VOLUMES))}")
+    containers = [c for key in ("initContainers", "containers", "ephemeralContainers") for c in pod.get(key) or []]
+    for c in containers:
+        context = c.get("securityContext") or {}
+        where = f"container {c['name']}"
+        if context.get("privileged"):
+            faults.append(f"{where} is privileged")
+        if context.get("allowPrivilegeEscalation") is not False:
+            faults.append(f"{where} does not set allowPrivilegeEscalation false")
+        capabilities = context.get("capabilities") or {}
+        if "ALL" not in (capabilities.get("drop") or []):
+            faults.append(f"{where} does not drop ALL capabilities")
+        if set(capabilities.get("add") or []) - {"NET_BIND_SERVICE"}:
+            faults.append(f"{where} adds capabilities other than NET_BIND_SERVICE")
+        if any(p.get("hostPort") for p in c.get("ports") or []):
+            faults.append(f"{where} has a hostPort")
+        if context.get("runAsNonRoot", pod_context.get("runAsNonRoot")) is not True:
+            faults.append(f"{where} does not run as non-root (runAsNonRoot)")
+        if context.get("runAsUser", pod_context.get("runAsUser")) == 0:
+            faults.append(f"{where} runs as user 0")
+        seccomp = (context.get("seccompProfile") or pod_context.get("seccompProfile") or {}).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            faults.append(f"{where} has no RuntimeDefault or Localhost seccomp profile")
+        if context.get("procMount", "Default") != "Default":
+            faults.append(f"{where} sets procMount")
+    return faults
 
 
 def api_server_refusals(key, obj):
@@ -1022,6 +1077,21 @@ for source, obj in objects:
             if kind_objects and not any(shown):
                 fail(where, f"{column['jsonPath']} shows nothing on any of the {len(kind_objects)} "
                             f"fixtures' objects with the status their answers write")
+
+# 17. The metahooks namespace enforces the restricted Pod Security Standard, and every Pod
+# template of a namespace these manifests make meets the standard its namespace enforces.
+enforced = {obj["metadata"]["name"]: (obj["metadata"].get("labels") or {}).get(POD_SECURITY)
+            for _, obj in objects if obj.get("kind") == "Namespace"}
+if enforced.get(NAMESPACE) != "restricted":
+    fail("manifests", f"namespace {NAMESPACE} does not enforce {POD_SECURITY}: restricted")
+for source, obj in objects:
+    template = (obj.get("spec") or {}).get("template") if obj.get("kind") in POD_OWNERS else None
+    namespace = obj.get("metadata", {}).get("namespace")
+    if template and enforced.get(namespace) == "restricted":
+        for fault in restricted_faults(template.get("spec") or {}):
+            fail(f"{source}: {obj['kind']} {obj['metadata']['name']}",
+                 f"its Pods are refused in namespace {namespace}, which enforces the restricted Pod Security "
+                 f"Standard: {fault}")
 
 for route in sorted(set(routes) - used_routes):
     fail("manifests", f"route {route} ({routes[route]}) is served but wired nowhere")
