@@ -311,11 +311,12 @@ def field_val(val, name):
 
 
 def find(node, data):
+    """The node of rule `data` that `node` is, alone, wrapped in; None if it is not."""
     while isinstance(node, lark.Tree) and rule_name(node) != data:
         if len(node.children) != 1:
             return None
         node = node.children[0]
-    return node
+    return node if isinstance(node, lark.Tree) else None
 
 
 def find_member_dot(node):
