@@ -81,11 +81,15 @@ def items_bound(schema, bound, item_schema):
 
 def literal_val(token):
     text = str(token)
-    if token.type in ("STRING_LIT", "BYTES_LIT"):
-        raw = text.lstrip("bBrR")
-        value = raw[1:-1] if text[:1] in "rR" or text[1:2] in "rR" else ast.literal_eval(raw)
+    if token.type in ("STRING_LIT", "MLSTRING_LIT", "BYTES_LIT"):
+        quoted = text.lstrip("bBrR")
+        prefix = text[: len(text) - len(quoted)].lower()
+        quote = 3 if quoted[:3] in ('"""', "'''") else 1
+        value = quoted[quote:-quote] if "r" in prefix else ast.literal_eval(quoted)
         kind = "bytes" if token.type == "BYTES_LIT" else "string"
         return Val(kind, len(value), None, None)
+    if token.type not in ("INT_LIT", "UINT_LIT", "FLOAT_LIT", "BOOL_LIT", "NULL_LIT"):
+        raise Unmodelled(f"a literal of type {token.type}")
     return Val("scalar", 1, None, None)
 
 
