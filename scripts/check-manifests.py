@@ -9,7 +9,10 @@
    does): an object a rule refuses, or a rule fails to evaluate on, would not be stored.
 4. Checks the Metacontroller objects and the webhook configurations against the hook table that
    `metahooks list` prints: each URL or path is a route of the right kind, the parent CRD has the
-   status subresource, every declared resource exists, and every route is wired somewhere.
+   status subresource, every declared resource exists, and every route is wired somewhere. Each
+   field of a CompositeController or DecoratorController spec is one Metacontroller's CRDs
+   declare (any other is dropped by the API server, unread), and each update strategy one it
+   knows.
 5. Checks that the CRD of each parent whose name the hooks write as a label value on its children
    refuses a name longer than a label value can be (63 characters), and takes one that long.
 6. Checks that the metahooks container runs `serve` with flags that `metahooks serve --help`
@@ -485,6 +488,54 @@ def api_server_refusals(key, obj):
     return [f"its CRD's rule refuses {refusal}" for refusal in rule_refusals(crds[key][2], obj)]
 
 
+# The fields of Metacontroller's CompositeController and DecoratorController specs
+# (metacontroller-contract.md sections 2.1 to 2.3, Metacontroller 4.17.2), whose CRDs prune any
+# other: a dict for an object, a one-item list for a list of such items, None for a value not
+# looked into. A field spelt otherwise would be dropped unread.
+METACONTROLLER_WEBHOOK = {
+    "url": None, "timeout": None, "path": None, "responseUnMarshallMode": None,
+    "service": {"name": None, "namespace": None, "port": None, "protocol": None},
+    "etag": {"enabled": None, "cacheTimeoutSeconds": None, "cacheCleanupSeconds": None},
+    "caBundle": None, "authorization": None, "basicAuth": None, "clientTLS": None,
+}
+METACONTROLLER_HOOK = {"version": None, "webhook": METACONTROLLER_WEBHOOK}
+LABEL_SELECTOR = {"matchLabels": None, "matchExpressions": None}
+METACONTROLLER_SPECS = {
+    "CompositeController": {
+        "parentResource": {"apiVersion": None, "resource": None, "labelSelector": LABEL_SELECTOR,
+                           "revisionHistory": {"fieldPaths": None}, "ignoreStatusChanges": None},
+        "childResources": [{"apiVersion": None, "resource": None,
+                            "updateStrategy": {"method": None, "statusChecks": {"conditions": None}}}],
+        "hooks": dict.fromkeys(("sync", "finalize", "customize", "preUpdateChild", "postUpdateChild"),
+                               METACONTROLLER_HOOK),
+        "endpointConfigs": None,
+        "resyncPeriodSeconds": None,
+        "generateSelector": None,
+    },
+    "DecoratorController": {
+        "resources": [{"apiVersion": None, "resource": None, "labelSelector": LABEL_SELECTOR,
+                       "annotationSelector": {"matchAnnotations": None, "matchExpressions": None},
+                       "ignoreStatusChanges": None}],
+        "attachments": [{"apiVersion": None, "resource": None, "updateStrategy": {"method": None}}],
+        "hooks": dict.fromkeys(("sync", "finalize", "customize"), METACONTROLLER_HOOK),
+        "endpointConfigs": None,
+        "resyncPeriodSeconds": None,
+    },
+}
+# The update strategies Metacontroller knows; it fails every sync of a controller with another.
+UPDATE_METHODS = {"OnDelete", "Recreate", "InPlace", "RollingRecreate", "RollingInPlace"}
+
+
+def pruned_fields(value, shape, at):
+    """The fields of `value` that its CRD's schema, of the `shape` above, does not declare."""
+    if isinstance(shape, dict) and isinstance(value, dict):
+        return [f for name, sub in value.items()
+                for f in ([f"{at}.{name}"] if name not in shape else pruned_fields(sub, shape[name], f"{at}.{name}"))]
+    if isinstance(shape, list) and isinstance(value, list):
+        return [f for i, item in enumerate(value) for f in pruned_fields(item, shape[0], f"{at}[{i}]")]
+    return []
+
+
 def check_hooks(where, hooks, expected, carries_secrets):
     for name, hook in (hooks or {}).items():
         url = hook.get("webhook", {}).get("url")
@@ -572,6 +623,13 @@ for source, obj in objects:
     group, _, version = api_version.rpartition("/")
     if kind in ("CompositeController", "DecoratorController"):
         spec = obj["spec"]
+        for field in pruned_fields(spec, METACONTROLLER_SPECS[kind], "spec"):
+            fail(where, f"{field} is not a field of a {kind}: the API server drops it and Metacontroller never reads it")
+        for section in ("childResources", "attachments"):
+            for resource in spec.get(section) or []:
+                method = (resource.get("updateStrategy") or {}).get("method", "OnDelete")
+                if method not in UPDATE_METHODS:
+                    fail(where, f"{resource['resource']}: update strategy {method} is none Metacontroller knows")
         if kind == "CompositeController":
             parent = spec["parentResource"]
             check_resource(where, parent["apiVersion"], parent["resource"])
