@@ -24,7 +24,10 @@
    unreachable in an IPv6 or IPv6-first cluster, a loopback address everywhere).
 7. Checks that every webhook configuration carries the label app.kubernetes.io/part-of=metahooks
    and holds one webhook: the README's deploy step finds them by that label and sets the
-   caBundle of `/webhooks/0`.
+   caBundle of `/webhooks/0`. Each webhook passes what the API server checks beyond the schema:
+   a name of at least three DNS labels, a timeout of 1 to 30 s, side effects None or
+   NoneOnDryRun, a review version it speaks, at most 64 match conditions of distinct names, and
+   a service path that starts with /.
 8. Checks that the base applies no CRD of Keptn's group (lifecycle.keptn.sh): where Keptn runs,
    which app discovery needs, they would replace Keptn's own. They are in manifests/keptn-crds
    for clusters without Keptn, rendered apart and checked with the rest. Every CRD the base
@@ -536,6 +539,30 @@ def pruned_fields(value, shape, at):
     return []
 
 
+# A webhook's name: a DNS subdomain of at least three labels.
+WEBHOOK_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?){2,}$")
+
+
+def webhook_faults(hook):
+    """What the API server refuses in one webhook of an admissionregistration.k8s.io/v1
+    configuration, beyond its schema."""
+    faults = []
+    if len(hook["name"]) > 253 or not WEBHOOK_NAME.match(hook["name"]):
+        faults.append("a name that is not a DNS subdomain of at least three labels")
+    if not 1 <= hook.get("timeoutSeconds", 10) <= 30:
+        faults.append(f"timeoutSeconds {hook['timeoutSeconds']} outside 1 to 30")
+    if hook.get("sideEffects") not in ("None", "NoneOnDryRun"):
+        faults.append(f"sideEffects {hook.get('sideEffects')}, neither None nor NoneOnDryRun")
+    if not {"v1", "v1beta1"} & set(hook.get("admissionReviewVersions") or []):
+        faults.append("no admissionReviewVersions the API server speaks (v1, v1beta1)")
+    names = [c["name"] for c in hook.get("matchConditions") or []]
+    if len(names) > 64 or len(names) != len(set(names)):
+        faults.append("more than 64 matchConditions, or two of one name")
+    if not hook["clientConfig"].get("service", {}).get("path", "/").startswith("/"):
+        faults.append("a service path that does not start with /")
+    return faults
+
+
 def check_hooks(where, hooks, expected, carries_secrets):
     for name, hook in (hooks or {}).items():
         url = hook.get("webhook", {}).get("url")
@@ -658,6 +685,8 @@ for source, obj in objects:
         if len(obj["webhooks"]) != 1:
             fail(where, f"holds {len(obj['webhooks'])} webhooks; the README's deploy step sets the caBundle of the first only")
         for hook in obj["webhooks"]:
+            for fault in webhook_faults(hook):
+                fail(where, f"webhook {hook['name']}: {fault}, which the API server refuses")
             svc = hook["clientConfig"]["service"]
             path = svc.get("path", "")
             if routes.get(path) != want:
