@@ -16,6 +16,7 @@ object's required fields in that size). Passing here is then meant to imply pass
 server's check; `SELF_TEST` holds the model to figures from Kubernetes' own cost tests.
 """
 import ast
+import functools
 import math
 from collections import namedtuple
 
@@ -209,17 +210,13 @@ class Estimator:
 
     def on_list_lit(self, kids):
         items = [self.cost(k) for k in (kids[0].children if kids else [])]
-        item = None
-        for _, val in items:
-            item = larger(item, val)
+        item = functools.reduce(larger, (val for _, val in items), None)
         return sum(c for c, _ in items) + LIST_CREATE, Val("list", len(items), None, item)
 
     def on_map_lit(self, kids):
         entries = [self.cost(k) for k in (kids[0].children if kids else [])]
         values = [val for _, val in entries[1::2]]
-        item = None
-        for val in values:
-            item = larger(item, val)
+        item = functools.reduce(larger, values, None)
         return sum(c for c, _ in entries) + MAP_CREATE, Val("map", len(values), None, item)
 
     def on_ident_arg(self, kids):

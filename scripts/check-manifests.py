@@ -529,14 +529,13 @@ METACONTROLLER_SPECS = {
 UPDATE_METHODS = {"OnDelete", "Recreate", "InPlace", "RollingRecreate", "RollingInPlace"}
 
 
-def pruned_fields(value, shape, at):
-    """The fields of `value` that its CRD's schema, of the `shape` above, does not declare."""
-    if isinstance(shape, dict) and isinstance(value, dict):
-        return [f for name, sub in value.items()
-                for f in ([f"{at}.{name}"] if name not in shape else pruned_fields(sub, shape[name], f"{at}.{name}"))]
-    if isinstance(shape, list) and isinstance(value, list):
-        return [f for i, item in enumerate(value) for f in pruned_fields(item, shape[0], f"{at}[{i}]")]
-    return []
+def shape_schema(shape):
+    """A shape of METACONTROLLER_SPECS as the schema `unknown_fields` reads."""
+    if isinstance(shape, dict):
+        return {"type": "object", "properties": {name: shape_schema(sub) for name, sub in shape.items()}}
+    if isinstance(shape, list):
+        return {"type": "array", "items": shape_schema(shape[0])}
+    return {"x-kubernetes-preserve-unknown-fields": True}
 
 
 # A webhook's name: a DNS subdomain of at least three labels.
@@ -650,7 +649,7 @@ for source, obj in objects:
     group, _, version = api_version.rpartition("/")
     if kind in ("CompositeController", "DecoratorController"):
         spec = obj["spec"]
-        for field in pruned_fields(spec, METACONTROLLER_SPECS[kind], "spec"):
+        for field in unknown_fields(shape_schema(METACONTROLLER_SPECS[kind]), spec, "spec"):
             fail(where, f"{field} is not a field of a {kind}: the API server drops it and Metacontroller never reads it")
         for section in ("childResources", "attachments"):
             for resource in spec.get(section) or []:
@@ -1064,11 +1063,13 @@ for key, cases_key, (*path, field), fixture, route, random_case in AGREEMENT:
     if not 0 < refused_random < RANDOM_CASES:
         fail(os.path.relpath(RULE_CASES), f"the API server refuses {refused_random} of {RANDOM_CASES} random "
              f"{key[1]} cases: they tell nothing apart")
-rule_fixtures, exempt_refused = 0, set()
+# Every fixture pair, its request and its answer, by its path under fixtures/ (checks 13 and 16).
+fixture_pairs = {}
 for request_file in sorted(glob.glob(os.path.join(FIXTURES, "*", "*.request.json"))):
-    fixture = os.path.relpath(request_file, FIXTURES)
-    with open(request_file) as f:
-        request = json.load(f)
+    with open(request_file) as f, open(request_file.replace(".request.json", ".response.json")) as g:
+        fixture_pairs[os.path.relpath(request_file, FIXTURES)] = (json.load(f), json.load(g))
+rule_fixtures, exempt_refused = 0, set()
+for fixture, (request, _) in fixture_pairs.items():
     held = [request.get("parent"), request.get("object")]
     for section in ("children", "attachments", "related"):
         held += [obj for of_type in (request.get(section) or {}).values() for obj in of_type.values()]
@@ -1130,11 +1131,7 @@ for (group, kind, version), (schema, _, _) in sorted(crds.items()):
 # them: each fixture's parent or decorated object that its CRD's schema takes (a rule may refuse
 # it, as one stored before the rules), with the status its answer writes.
 answered = []
-for request_file in sorted(glob.glob(os.path.join(FIXTURES, "*", "*.request.json"))):
-    with open(request_file) as f:
-        request = json.load(f)
-    with open(request_file.replace(".request.json", ".response.json")) as f:
-        response = json.load(f)
+for request, response in fixture_pairs.values():
     obj = request.get("parent") or request.get("object")
     if not (isinstance(obj, dict) and isinstance(response, dict) and "status" in response):
         continue
