@@ -41,7 +41,9 @@
    fixture of its route: a condition that leaves a call out (the API server then admits the
    object unchanged) may leave out only calls that the hook answers by allowing the object
    unchanged, must leave out at least one fixture (so that one shows what it is for), and must
-   not fail to evaluate (the API server would then apply the failurePolicy).
+   not fail to evaluate (the API server would then apply the failurePolicy). Each is type-checked
+   as the API server does when it creates the configuration (scripts/cel_check.py): a condition
+   cel-go refuses, or one that is not a bool, keeps the configuration from being created.
 11. Renders manifests/network-policy (opt-in) and checks that its NetworkPolicy selects the
    metahooks Pods and restricts their ingress, leaving the port of `--tls-listen` open to every
    source (the API server's calls come from the control plane's addresses), the port of every
@@ -61,10 +63,12 @@
    CertificateManager specs), the hook's sync (`metahooks run`) answers `InvalidSpec` exactly
    when the API server would not store the object: the CRD refuses up front each spec that the
    hook reports, and the hook reports each one stored before the rules.
-14. Estimates the cost of every CRD's validation rules as the API server does when the CRD is
-   created (scripts/cel_cost.py, itself held to figures of Kubernetes' own cost tests first): a
-   rule's cost times the values it can run on in one object at most 10,000,000, the CRD's sum at
-   most 100,000,000, else the API server refuses the CRD and nothing of the controller installs.
+14. Type-checks every CRD's validation rules and estimates their cost as the API server does when
+   the CRD is created (scripts/cel_check.py, itself held to cases of Kubernetes' own tests first):
+   each rule a bool, every field it selects declared, every operator and function applied to
+   types cel-go has an overload for, a rule's cost times the values it can run on in one object
+   at most 10,000,000, the CRD's sum at most 100,000,000, else the API server refuses the CRD and
+   nothing of the controller installs.
 15. Checks every CRD as the API server does when it creates it: its name is its plural and group,
    it has one storage version, and each version's schema is a structural schema (a type on every
    node but int-or-string and preserve-unknown-fields ones, nothing in allOf/anyOf/oneOf/not but
@@ -100,7 +104,7 @@ import urllib.request
 from urllib.parse import urlparse
 
 import celpy
-import cel_cost
+import cel_check
 import jsonschema
 import kubernetes_validate
 import yaml
@@ -219,7 +223,8 @@ def rule_refusals(rules, obj):
             except celpy.CELEvalError as e:
                 refusals.append(f"{at or '.'}: the rule {message!r} fails to evaluate ({e.args[0]})")
                 continue
-            if verdict != celpy.celtypes.BoolType(True):
+            # A rule that is not a bool refuses (check 14 says the API server would not take it).
+            if not isinstance(verdict, celpy.celtypes.BoolType) or not verdict:
                 refusals.append(f"{at}: {message}" if at else message)
     return refusals
 
@@ -596,9 +601,17 @@ def check_match_conditions(where, hook, path):
     programs = []
     for condition in conditions:
         try:
-            programs.append((condition["name"], cel.program(cel.compile(condition["expression"]))))
+            tree = cel.compile(condition["expression"])
         except celpy.CELParseError as e:
             fail(where, f"matchCondition {condition['name']} does not parse: {e}")
+            continue
+        programs.append((condition["name"], cel.program(tree)))
+        try:
+            cel_check.match_condition_check(tree)
+        except cel_check.IllTyped as e:
+            fail(where, f"matchCondition {condition['name']}: the API server's type check refuses it ({e})")
+        except cel_check.Unmodelled as e:
+            fail(where, f"matchCondition {condition['name']} is not checked ({e}): extend scripts/cel_check.py")
     left_out = {name: 0 for name, _ in programs}
     controller, _, hook_name = path.strip("/").partition("/")
     for request_file in sorted(glob.glob(os.path.join(FIXTURES, controller, f"{hook_name}-*.request.json"))):
@@ -1093,25 +1106,29 @@ if rule_fixtures == 0:
 for fixture, object_name in sorted(set(STORED_BEFORE_THE_RULES) - exempt_refused):
     fail(f"fixtures/{fixture}", f"holds no {object_name} that the CRD's rules refuse")
 
-# 14. The API server's estimate of the CRDs' rule costs, with the model checked first.
-for wrong in cel_cost.self_test(CEL.compile):
-    fail("scripts/cel_cost.py", f"estimates unlike the API server: {wrong}")
+# 14. The API server's type check of the CRDs' rules and estimate of their costs, with the model
+# checked first.
+for wrong in cel_check.self_test(CEL.compile):
+    fail("scripts/cel_check.py", f"checks unlike the API server: {wrong}")
 costliest = (0, None)
 for (group, kind, version), (schema, _, _) in sorted(crds.items()):
     where = f"CRD {kind}.{group} {version}"
     try:
-        costs = cel_cost.crd_rule_costs(schema, CEL.compile)
-    except cel_cost.Unmodelled as e:
-        fail(where, f"a validation rule's cost is not estimated ({e}): extend scripts/cel_cost.py")
+        costs = cel_check.crd_rule_costs(schema, CEL.compile)
+    except cel_check.IllTyped as e:
+        fail(where, f"a validation rule the API server's type check refuses ({e})")
+        continue
+    except cel_check.Unmodelled as e:
+        fail(where, f"a validation rule is not checked ({e}): extend scripts/cel_check.py")
         continue
     for at, rule, cost, times in costs:
-        if cost * times > cel_cost.PER_RULE_LIMIT:
+        if cost * times > cel_check.PER_RULE_LIMIT:
             fail(where, f"the rule at {at} costs about {cost} a value, {cost * times} on {times} values, "
-                        f"over the API server's {cel_cost.PER_RULE_LIMIT}: {rule}")
+                        f"over the API server's {cel_check.PER_RULE_LIMIT}: {rule}")
         costliest = max(costliest, (cost * times, f"{kind} {at}"))
     total = sum(cost * times for _, _, cost, times in costs)
-    if total > cel_cost.PER_CRD_LIMIT:
-        fail(where, f"its rules cost about {total} in all, over the API server's {cel_cost.PER_CRD_LIMIT}")
+    if total > cel_check.PER_CRD_LIMIT:
+        fail(where, f"its rules cost about {total} in all, over the API server's {cel_check.PER_CRD_LIMIT}")
 
 # 15. The CRDs as the API server requires them when it creates one: named after their plural and
 # group, one storage version, and schemas it takes.
@@ -1184,4 +1201,4 @@ if errors:
     print("\n".join(errors))
     sys.exit(1)
 print(f"manifests: {len(objects)} objects checked, {len(used_routes)} routes wired")
-print(f"CRD rule costs: the costliest {costliest[0]} of {cel_cost.PER_RULE_LIMIT} ({costliest[1]})")
+print(f"CRD rule costs: the costliest {costliest[0]} of {cel_check.PER_RULE_LIMIT} ({costliest[1]})")
