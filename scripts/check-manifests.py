@@ -76,7 +76,9 @@
    apiextensions.k8s.io/v1 forbids (properties beside additionalProperties, additionalProperties or
    preserve-unknown-fields false, uniqueItems), the keys of a map list required or defaulted
    scalars, and every default, with the defaults below it applied, free of fields the API server
-   would prune and passing the schema and the validation rules of its node.
+   would prune and passing the schema and the validation rules of its node. Each validation rule
+   has a rule, a message of one line (needed when the rule has several) of at most 2048
+   characters, a reason the API server knows and a fieldPath that names a field of its node.
 16. Evaluates every CRD's printer columns (`kubectl get`) on the objects as the hooks leave them,
    each fixture's parent or decorated object with the status its answer writes: each column shows
    a value on at least one, and only values of its type.
@@ -292,11 +294,66 @@ def junctor_schemas(schema):
             yield junctor, sub
 
 
+# The reasons a validation rule may give, and the longest message the API server takes.
+RULE_REASONS = ("FieldValueInvalid", "FieldValueForbidden", "FieldValueRequired", "FieldValueDuplicate")
+RULE_MESSAGE_CHARS = 2048
+LINE_BREAK = re.compile(r"[\n\r]")
+FIELD_PATH_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\['([^']*)'\]|\[([0-9]+)\]")
+
+
+def rule_faults(schema, where):
+    """What the API server refuses in a node's validation rules, beside their type and cost: an
+    empty rule or message, a message too long or of several lines, a rule of several lines
+    without a message, an unknown reason, and a fieldPath that names no field of the node."""
+    faults = []
+    for i, rule in enumerate(schema.get("x-kubernetes-validations") or []):
+        at = f"{where} rule {i}"
+        text, message = str(rule.get("rule", "")).strip(), rule.get("message")
+        if not text:
+            faults.append(f"{at}: no rule")
+        elif message is not None and not str(message).strip():
+            faults.append(f"{at}: an empty message")
+        elif message is not None and len(str(message)) > RULE_MESSAGE_CHARS:
+            faults.append(f"{at}: a message over {RULE_MESSAGE_CHARS} characters")
+        elif message is not None and LINE_BREAK.search(str(message).strip()):
+            faults.append(f"{at}: a message of several lines")
+        elif LINE_BREAK.search(text) and not str(message or "").strip():
+            faults.append(f"{at}: a rule of several lines without a message")
+        if "reason" in rule and rule["reason"] not in RULE_REASONS:
+            faults.append(f"{at}: the reason {rule['reason']}, not one of {', '.join(RULE_REASONS)}")
+        if "fieldPath" in rule and field_path_schema(schema, str(rule["fieldPath"])) is None:
+            faults.append(f"{at}: the fieldPath {rule['fieldPath']!r} names no field of the node")
+    return faults
+
+
+def field_path_schema(schema, path):
+    """The schema a rule's fieldPath (`.a`, `['a']`, `[0]` steps) leads to; None if it leads
+    nowhere, is empty or has a line break."""
+    if not path.strip() or LINE_BREAK.search(path):
+        return None
+    pos = 0
+    while pos < len(path):
+        step = FIELD_PATH_STEP.match(path, pos)
+        if step is None:
+            return None
+        name, index = step.group(1) or step.group(2), step.group(3)
+        if index is not None:
+            schema = schema.get("items") if schema.get("type") == "array" else None
+        elif isinstance(schema.get("additionalProperties"), dict):
+            schema = schema["additionalProperties"]
+        else:
+            schema = (schema.get("properties") or {}).get(name)
+        if not isinstance(schema, dict):
+            return None
+        pos = step.end()
+    return schema
+
+
 def structural_faults(schema, at="", root=True):
     """What makes a CRD version's schema one the API server refuses: not structural, or using
     what apiextensions.k8s.io/v1 forbids (each with where it is)."""
     where = at or "."
-    faults = []
+    faults = rule_faults(schema, where)
     int_or_string = schema.get("x-kubernetes-int-or-string") is True
     if not (schema.get("type") or int_or_string or schema.get("x-kubernetes-preserve-unknown-fields") is True):
         faults.append(f"{where}: no type")
