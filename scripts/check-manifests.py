@@ -55,7 +55,12 @@
    port through the NetworkPolicy; that every metric and label its alerts read is one the
    server exports (a `metahooks serve` started here, its /metrics linted by `promtool check
    metrics`); and that the PrometheusRule's groups pass `promtool check rules` and the cases of
-   scripts/alerts-test.yaml (`promtool test rules`), which test every alert.
+   scripts/alerts-test.yaml (`promtool test rules`), which test every alert. The Grafana
+   dashboard (manifests/monitoring/dashboard.json, imported) is held to the same: each panel's
+   and variable's query, its variables put in as Grafana puts them, passes `promtool check
+   rules` and reads only the job, metrics and labels the server gives; every metric the server
+   exports is on a panel; the panels query the data source of its variable, have a title and a
+   description, and lie side by side on the grid without overlapping.
 13. Evaluates the CRDs' validation rules on the cases of scripts/crd-rules-test.yaml and on the
    objects of every fixture (parent, children, related objects), but those listed in
    STORED_BEFORE_THE_RULES. Each case's object is stored exactly when the case says so. For the
@@ -98,6 +103,7 @@ import random
 import re
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -918,7 +924,8 @@ def free_port():
 
 def exported_metrics():
     """The label names of each sample name in the /metrics of a `metahooks serve` started here,
-    with HTTPS (for the certificate's expiry) and after one hook request; `promtool check
+    with HTTPS (for the certificate's expiry) and after one hook request and one HTTPS request
+    (for the handshakes); `promtool check
     metrics` lints the text on the way."""
     http, https = free_port(), free_port()
     server = subprocess.Popen([BINARY, "serve", f"--listen=127.0.0.1:{http}", f"--tls-listen=127.0.0.1:{https}",
@@ -934,6 +941,9 @@ def exported_metrics():
         with open(os.path.join(FIXTURES, "delete-graph", "sync-chain-database-running.request.json"), "rb") as f:
             urllib.request.urlopen(urllib.request.Request(f"{base}/delete-graph/sync", data=f.read(),
                                                           headers={"Content-Type": "application/json"}), timeout=5)
+        # One handshake, for the series of TLS handshakes (the certificate is self-signed).
+        urllib.request.urlopen(f"https://127.0.0.1:{https}/readyz", timeout=5,
+                               context=ssl._create_unverified_context())
         text = urllib.request.urlopen(f"{base}/metrics", timeout=5).read().decode()
     finally:
         server.terminate()
@@ -1004,6 +1014,42 @@ with open(ALERT_TESTS) as f:
 prometheus_rules = [(source, obj) for source, obj in objects if obj.get("kind") == "PrometheusRule"]
 if not prometheus_rules:
     fail(f"{ROOT}/monitoring", "holds no PrometheusRule")
+
+
+def promql_faults(expr):
+    """What in a PromQL expression reads what the server does not give: a job other than the
+    PodMonitor's, a metric metahooks does not export, a label matched or grouped by that none of
+    the metrics it reads has."""
+    faults = []
+    for job in re.findall(r'\bjob="([^"]*)"', expr):
+        if job not in jobs:
+            faults.append(f"reads job {job!r}; the PodMonitor scrapes metahooks as {sorted(jobs)}")
+    read = set()
+    for metric, matchers in re.findall(r"\b(metahooks_\w+)(?:\{([^}]*)\})?", expr):
+        if metric not in exported:
+            return faults + [f"reads {metric}, which metahooks does not export"]
+        read |= exported[metric]
+        for label in re.findall(r'(\w+)\s*(?:=~|!~|!=|=)\s*"', matchers):
+            if label not in exported[metric] | TARGET_LABELS:
+                faults.append(f"matches {metric} on label {label}, which it does not have")
+    for grouping in re.findall(r"\b(?:by|without)\s*\(([^)]*)\)", expr):
+        for label in filter(None, re.split(r"\s*,\s*", grouping.strip())):
+            if label not in read | TARGET_LABELS:
+                faults.append(f"groups by {label}, a label of none of the metrics it reads")
+    return faults
+
+
+def promtool_faults(expressions):
+    """promtool's complaints about PromQL expressions (name -> expression), each checked as the
+    expression of a recording rule."""
+    rules = [{"record": f"check:{name}", "expr": expr} for name, expr in expressions.items()]
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "rules.yaml"), "w") as f:
+            yaml.safe_dump({"groups": [{"name": "check", "rules": rules}]}, f)
+        run = subprocess.run([PROMTOOL, "check", "rules", "rules.yaml"], cwd=tmp, capture_output=True, text=True)
+    return [] if run.returncode == 0 else [(run.stdout + run.stderr).strip()]
+
+
 for source, rule_set in prometheus_rules:
     where = f"{source}: PrometheusRule {rule_set['metadata']['name']}"
     groups = rule_set["spec"].get("groups") or []
@@ -1011,25 +1057,8 @@ for source, rule_set in prometheus_rules:
         name, expr = rule.get("alert") or rule.get("record"), rule["expr"]
         if "alert" in rule and name not in tested:
             fail(where, f"alert {name} has no case in {os.path.relpath(ALERT_TESTS)}")
-        for job in re.findall(r'\bjob="([^"]*)"', expr):
-            if job not in jobs:
-                fail(where, f"{name} reads job {job!r}; the PodMonitor scrapes metahooks as {sorted(jobs)}")
-        read = set()
-        for metric, matchers in re.findall(r"\b(metahooks_\w+)(?:\{([^}]*)\})?", expr):
-            if metric not in exported:
-                fail(where, f"{name} reads {metric}, which metahooks does not export")
-                read = None
-                break
-            read |= exported[metric]
-            for label in re.findall(r'(\w+)\s*(?:=~|!~|!=|=)\s*"', matchers):
-                if label not in exported[metric] | TARGET_LABELS:
-                    fail(where, f"{name} matches {metric} on label {label}, which it does not have")
-        if read is None:
-            continue
-        for grouping in re.findall(r"\b(?:by|without)\s*\(([^)]*)\)", expr):
-            for label in filter(None, re.split(r"\s*,\s*", grouping.strip())):
-                if label not in read | TARGET_LABELS:
-                    fail(where, f"{name} groups by {label}, a label of none of the metrics it reads")
+        for fault in promql_faults(expr):
+            fail(where, f"{name} {fault}")
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "rules.yaml"), "w") as f:
             yaml.safe_dump({"groups": groups}, f)
@@ -1038,6 +1067,82 @@ for source, rule_set in prometheus_rules:
             run = subprocess.run([PROMTOOL, *command], cwd=tmp, capture_output=True, text=True)
             if run.returncode != 0:
                 fail(where, f"promtool {' '.join(command[:2])}:\n{(run.stdout + run.stderr).strip()}")
+
+# The Grafana dashboard, imported rather than applied (README, "Monitoring").
+DASHBOARD = os.path.join(ROOT, "monitoring", "dashboard.json")
+# What Grafana puts for its own variables before a query reaches Prometheus.
+GRAFANA_VARIABLES = {"__rate_interval": "1m", "__range": "1h", "__interval": "30s"}
+GRAFANA_COLUMNS = 24
+
+
+def dashboard_queries(dashboard, where):
+    """The PromQL of a dashboard (name -> expression), its variables put in as Grafana does:
+    each query variable's first value (an All's value), the data source its variable. Faults of
+    the dashboard's own structure fail on the way."""
+    values = dict(GRAFANA_VARIABLES)
+    queries = {}
+    declared = dashboard.get("templating", {}).get("list", [])
+    if not any(v.get("type") == "datasource" and v.get("query") == "prometheus" and v.get("name") == "datasource"
+               for v in declared):
+        fail(where, "no variable `datasource` of Prometheus data sources")
+    for variable in declared:
+        name = variable["name"]
+        if variable.get("type") != "query":
+            continue
+        if (variable.get("datasource") or {}).get("uid") != "${datasource}":
+            fail(where, f"variable {name} does not query the data source of $datasource")
+        found = re.fullmatch(r"label_values\((.*),\s*(\w+)\)", variable["query"]["query"], re.S)
+        if found is None:
+            fail(where, f"variable {name} is not a label_values(selector, label) query")
+            continue
+        selector, label = found.groups()
+        metric = re.match(r"\w+", selector).group(0)
+        if label not in exported.get(metric, set()) | TARGET_LABELS:
+            fail(where, f"variable {name} takes the label {label}, which {metric} does not have")
+        queries[f"variable_{name}"] = selector
+        values[name] = variable.get("allValue") if variable.get("includeAll") else "metahooks-system"
+    ids = [panel.get("id") for panel in dashboard.get("panels", [])]
+    if len(set(ids)) != len(ids):
+        fail(where, f"panel ids are not unique: {ids}")
+    boxes = []
+    for panel in dashboard.get("panels", []):
+        at = f"panel {panel.get('id')} ({panel.get('title')})"
+        if panel.get("type") not in ("stat", "timeseries") or not panel.get("title") or not panel.get("description"):
+            fail(where, f"{at}: not a stat or time series panel with a title and a description")
+        if (panel.get("datasource") or {}).get("uid") != "${datasource}":
+            fail(where, f"{at}: does not query the data source of $datasource")
+        box = panel.get("gridPos") or {}
+        if box.get("x", 0) + box.get("w", 0) > GRAFANA_COLUMNS or min(box.get(k, 0) for k in "xywh") < 0:
+            fail(where, f"{at}: lies outside the {GRAFANA_COLUMNS} columns of the grid")
+        for other_at, other in boxes:
+            if (box["x"] < other["x"] + other["w"] and other["x"] < box["x"] + box["w"]
+                    and box["y"] < other["y"] + other["h"] and other["y"] < box["y"] + box["h"]):
+                fail(where, f"{at}: overlaps {other_at}")
+        boxes.append((at, box))
+        ref_ids = [target.get("refId") for target in panel.get("targets") or []]
+        if not ref_ids or len(set(ref_ids)) != len(ref_ids):
+            fail(where, f"{at}: no queries, or two of one refId")
+        for target in panel.get("targets") or []:
+            queries[f"panel_{panel.get('id')}_{target.get('refId')}"] = target.get("expr", "")
+    for name, expr in queries.items():
+        for used in re.findall(r"\$\{?(\w+)\}?", expr):
+            if used not in values:
+                fail(where, f"{name} uses ${used}, which the dashboard does not declare")
+        queries[name] = re.sub(r"\$\{?(\w+)\}?", lambda m: values.get(m.group(1), m.group(0)), expr)
+    return queries
+
+
+with open(DASHBOARD) as f:
+    dashboard_exprs = dashboard_queries(json.load(f), DASHBOARD)
+shown = set()
+for name, expr in dashboard_exprs.items():
+    for fault in promql_faults(expr):
+        fail(DASHBOARD, f"{name} {fault}")
+    shown |= {re.sub(r"_(bucket|sum|count)$", "", metric) for metric in re.findall(r"\bmetahooks_\w+", expr)}
+for fault in promtool_faults(dashboard_exprs):
+    fail(DASHBOARD, f"promtool check rules on its queries:\n{fault}")
+for metric in sorted({re.sub(r"_(bucket|sum|count)$", "", m) for m in exported} - shown):
+    fail(DASHBOARD, f"no panel shows {metric}, which metahooks exports")
 
 # 13. The CRDs' validation rules on their cases and on the fixtures, and the hook's agreement.
 with open(RULE_CASES) as f:
