@@ -204,9 +204,9 @@ CONVERSIONS = {
 }
 # The identifiers that name a type, usable as values (`type(self.x) == string`).
 TYPE_IDENTS = {"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type"}
-# The string methods of one string argument that answer a bool: (cost a character of the target,
-# cost a character of the argument), cel-go's factors. `contains` walks one string for each
-# character of the other; `matches` compiles its argument.
+# The string methods of one string argument that answer a bool. `startsWith` and `endsWith` walk
+# the argument, `contains` one string for each character of the other, and `matches` the string
+# for each character of its regular expression.
 STRING_TESTS = {"startsWith", "endsWith", "contains", "matches"}
 # The macros, as cel-go's parser expands them into a comprehension: (cost of the accumulator's
 # start, cost of the result, cost of each item's loop condition and step beside the predicate).
@@ -544,7 +544,7 @@ def find_member_dot(node):
 def find_ident(node):
     found = find(node, "ident")
     if found is None:
-        raise IllTyped("argument is not an identifier")
+        raise IllTyped("argument must be a simple name")
     return found.children[0]
 
 
