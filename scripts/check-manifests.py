@@ -86,7 +86,8 @@
    characters, a reason the API server knows and a fieldPath that names a field of its node.
 16. Evaluates every CRD's printer columns (`kubectl get`) on the objects as the hooks leave them,
    each fixture's parent or decorated object with the status its answer writes: each column shows
-   a value on at least one, and only values of its type.
+   a value on at least one, and only values of its type. First, each column is one the API
+   server takes: a name, a type and format it knows, and a JSONPath that starts with a dot.
 17. Checks that the metahooks namespace enforces the restricted Pod Security Standard
    (`pod-security.kubernetes.io/enforce`), and that every Pod template of a namespace these
    manifests make meets the standard it enforces: no host namespaces, ports or paths, only the
@@ -475,6 +476,24 @@ def default_faults(schema, at=""):
 # item of a list whose field has a value.
 COLUMN_STEP = re.compile(r"\.([A-Za-z0-9_-]+)|\[(\d+)\]|\[\?\(@\.([A-Za-z0-9_]+)\s*==\s*'([^']*)'\)\]")
 COLUMN_TYPES = {"integer": (int,), "number": (int, float), "string": (str,), "boolean": (bool,), "date": (str,)}
+COLUMN_FORMATS = {"int32", "int64", "float", "double", "byte", "date", "date-time", "password"}
+
+
+def column_faults(columns):
+    """What the API server refuses in a version's printer columns: no name, a type or format it
+    does not know, a JSONPath that does not start with a dot."""
+    faults = []
+    for column in columns:
+        at = f"column {column.get('name')!r}"
+        if not column.get("name"):
+            faults.append(f"{at}: no name")
+        if column.get("type") not in COLUMN_TYPES:
+            faults.append(f"{at}: the type {column.get('type')!r}, not one of {', '.join(COLUMN_TYPES)}")
+        if "format" in column and column["format"] not in COLUMN_FORMATS:
+            faults.append(f"{at}: the format {column['format']!r}, not one of {', '.join(sorted(COLUMN_FORMATS))}")
+        if not str(column.get("jsonPath", "")).startswith("."):
+            faults.append(f"{at}: a jsonPath that does not start with a dot")
+    return faults
 
 
 def column_values(path, obj):
@@ -1325,7 +1344,10 @@ for source, obj in objects:
     kind_objects = [o for o in answered if o.get("kind") == spec["names"]["kind"]
                     and o.get("apiVersion", "").startswith(spec["group"] + "/")]
     for v in spec["versions"]:
-        for column in v.get("additionalPrinterColumns") or []:
+        faults = column_faults(v.get("additionalPrinterColumns") or [])
+        for fault in faults:
+            fail(f"CRD {spec['names']['kind']} {v['name']}", fault)
+        for column in [] if faults else v.get("additionalPrinterColumns") or []:
             where = f"CRD {spec['names']['kind']} {v['name']}, column {column['name']}"
             try:
                 shown = [column_values(column["jsonPath"], o) for o in kind_objects]
