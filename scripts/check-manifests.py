@@ -26,8 +26,8 @@
    and holds one webhook: the README's deploy step finds them by that label and sets the
    caBundle of `/webhooks/0`. Each webhook passes what the API server checks beyond the schema:
    a name of at least three DNS labels, a timeout of 1 to 30 s, side effects None or
-   NoneOnDryRun, a review version it speaks, at most 64 match conditions of distinct names, and
-   a service path that starts with /.
+   NoneOnDryRun, a review version it speaks, at most 64 match conditions of distinct qualified
+   names, and a service path that starts with /.
 8. Checks that the base applies no CRD of Keptn's group (lifecycle.keptn.sh): where Keptn runs,
    which app discovery needs, they would replace Keptn's own. They are in manifests/keptn-crds
    for clusters without Keptn, rendered apart and checked with the rest. Every CRD the base
@@ -626,6 +626,10 @@ def shape_schema(shape):
 
 
 # A webhook's name: a DNS subdomain of at least three labels.
+# A qualified name's part after its optional prefix/, and the prefix (a DNS subdomain), as the API
+# server checks a matchCondition's name.
+QUALIFIED_NAME = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
 WEBHOOK_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?){2,}$")
 
 
@@ -644,6 +648,11 @@ def webhook_faults(hook):
     names = [c["name"] for c in hook.get("matchConditions") or []]
     if len(names) > 64 or len(names) != len(set(names)):
         faults.append("more than 64 matchConditions, or two of one name")
+    for name in names:
+        prefix, _, local = name.rpartition("/")
+        if not QUALIFIED_NAME.fullmatch(local) or (prefix and not DNS_SUBDOMAIN.fullmatch(prefix)):
+            faults.append(f"a matchCondition named {name!r}, not a qualified name (an optional prefix/, then 1 to 63 "
+                          "letters, digits, -, _ and . from an alphanumeric to one)")
     if not hook["clientConfig"].get("service", {}).get("path", "/").startswith("/"):
         faults.append("a service path that does not start with /")
     return faults
