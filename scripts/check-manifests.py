@@ -625,11 +625,11 @@ def shape_schema(shape):
     return {"x-kubernetes-preserve-unknown-fields": True}
 
 
-# A webhook's name: a DNS subdomain of at least three labels.
 # A qualified name's part after its optional prefix/, and the prefix (a DNS subdomain), as the API
 # server checks a matchCondition's name.
 QUALIFIED_NAME = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
+# A webhook's name: a DNS subdomain of at least three labels.
 WEBHOOK_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?){2,}$")
 
 
@@ -953,8 +953,7 @@ def free_port():
 def exported_metrics():
     """The label names of each sample name in the /metrics of a `metahooks serve` started here,
     with HTTPS (for the certificate's expiry) and after one hook request and one HTTPS request
-    (for the handshakes); `promtool check
-    metrics` lints the text on the way."""
+    (for the handshakes); `promtool check metrics` lints the text on the way."""
     http, https = free_port(), free_port()
     server = subprocess.Popen([BINARY, "serve", f"--listen=127.0.0.1:{http}", f"--tls-listen=127.0.0.1:{https}",
                                "--tls-self-signed"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -1104,9 +1103,9 @@ GRAFANA_COLUMNS = 24
 
 
 def dashboard_queries(dashboard, where):
-    """The PromQL of a dashboard (name -> expression), its variables put in as Grafana does:
-    each query variable's first value (an All's value), the data source its variable. Faults of
-    the dashboard's own structure fail on the way."""
+    """The PromQL of a dashboard (name -> expression), its variables put in as Grafana puts them:
+    a variable with All its All value, one without the metahooks namespace. Faults of the
+    dashboard's own structure fail on the way."""
     values = dict(GRAFANA_VARIABLES)
     queries = {}
     declared = dashboard.get("templating", {}).get("list", [])
@@ -1124,7 +1123,7 @@ def dashboard_queries(dashboard, where):
             fail(where, f"variable {name} is not a label_values(selector, label) query")
             continue
         selector, label = found.groups()
-        metric = re.match(r"\w+", selector).group(0)
+        metric = re.match(r"\w*", selector).group(0)
         if label not in exported.get(metric, set()) | TARGET_LABELS:
             fail(where, f"variable {name} takes the label {label}, which {metric} does not have")
         queries[f"variable_{name}"] = selector
@@ -1139,9 +1138,9 @@ def dashboard_queries(dashboard, where):
             fail(where, f"{at}: not a stat or time series panel with a title and a description")
         if (panel.get("datasource") or {}).get("uid") != "${datasource}":
             fail(where, f"{at}: does not query the data source of $datasource")
-        box = panel.get("gridPos") or {}
-        if box.get("x", 0) + box.get("w", 0) > GRAFANA_COLUMNS or min(box.get(k, 0) for k in "xywh") < 0:
-            fail(where, f"{at}: lies outside the {GRAFANA_COLUMNS} columns of the grid")
+        box = {k: (panel.get("gridPos") or {}).get(k, 0) for k in "xywh"}
+        if box["x"] + box["w"] > GRAFANA_COLUMNS or min(box.values()) < 0 or not box["w"] * box["h"]:
+            fail(where, f"{at}: has no size, or lies outside the {GRAFANA_COLUMNS} columns of the grid")
         for other_at, other in boxes:
             if (box["x"] < other["x"] + other["w"] and other["x"] < box["x"] + box["w"]
                     and box["y"] < other["y"] + other["h"] and other["y"] < box["y"] + box["h"]):
