@@ -94,11 +94,17 @@
    volume types restricted admits, and in every container no privilege or its escalation, all
    capabilities dropped (but NET_BIND_SERVICE), a non-root user and a RuntimeDefault or Localhost
    seccomp profile.
+18. Checks that the metahooks Deployment stays available through a rollout and a node drain, as
+   every webhook fails closed and every sync goes through it: at least two replicas, a rollout
+   that keeps one, a PodDisruptionBudget that keeps one and lets one go (else drains hang), a
+   spread over nodes that selects its Pods, and readiness and liveness probes that ask the
+   server's /readyz and /healthz on the port of --listen.
 """
 import copy
 import functools
 import glob
 import json
+import math
 import os
 import random
 import re
@@ -838,7 +844,7 @@ serve_flags = set(re.findall(r"^\s+(?:-\w, )?(--[a-z0-9-]+)", serve_help, re.MUL
 # Each flag's block runs to the next line that starts with a dash.
 serve_defaults = dict(re.findall(r"^\s+(--[a-z0-9-]+) <\w+>\n(?:(?!\s*-).*\n)*?\s+\[default: ([^\]]+)\]", serve_help, re.MULTILINE))
 version = subprocess.run([BINARY, "--version"], check=True, capture_output=True, text=True).stdout.split()[-1]
-servers = []  # the Pods that run `metahooks serve`, for check 11
+servers = []  # the Pods that run `metahooks serve`, for checks 11, 12 and 18
 for source, obj in objects:
     if obj.get("kind") != "Deployment":
         continue
@@ -875,6 +881,9 @@ for source, obj in objects:
         if grace <= stop:
             fail(where, f"terminationGracePeriodSeconds {grace} is not longer than --shutdown-delay plus --drain-timeout ({stop:g} s)")
         servers.append({
+            "where": where,
+            "deployment": obj,
+            "container": container,
             "namespace": obj["metadata"]["namespace"],
             "labels": obj["spec"]["template"]["metadata"].get("labels") or {},
             "names": {port["name"]: port["containerPort"] for port in container.get("ports", []) if "name" in port},
@@ -1385,6 +1394,84 @@ for source, obj in objects:
             fail(f"{source}: {obj['kind']} {obj['metadata']['name']}",
                  f"its Pods are refused in namespace {namespace}, which enforces the restricted Pod Security "
                  f"Standard: {fault}")
+
+# 18. The Deployment stays available through a rollout and a node drain: every webhook fails
+# closed and every sync goes through it.
+
+
+def selects(selector, labels):
+    """Whether a label selector selects an object of `labels`."""
+    if any(labels.get(key) != value for key, value in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+        if {"In": labels.get(key) not in values, "NotIn": key in labels and labels[key] in values,
+                "Exists": key not in labels, "DoesNotExist": key in labels}[operator]:
+            return False
+    return True
+
+
+def scaled(value, replicas, round_up):
+    """An int-or-percent of `replicas`, rounded as Kubernetes rounds it there."""
+    if isinstance(value, str) and value.endswith("%"):
+        share = replicas * int(value[:-1]) / 100
+        return math.ceil(share) if round_up else math.floor(share)
+    return int(value)
+
+
+def availability_faults(deployment, container, budgets, listen):
+    """What lets every replica of a metahooks Deployment be gone at once, or a node drain hang:
+    one replica, a rollout that may stop them all, no disruption budget that leaves one and
+    lets one go, no spread over nodes, and probes that do not ask the server."""
+    faults = []
+    spec, template = deployment["spec"], deployment["spec"]["template"]
+    labels, replicas = template["metadata"].get("labels") or {}, spec.get("replicas", 1)
+    if replicas < 2:
+        faults.append(f"{replicas} replica: while it restarts every webhook (failurePolicy Fail) refuses "
+                      "writes and every sync fails")
+    strategy = spec.get("strategy") or {}
+    if strategy.get("type") == "Recreate":
+        faults.append("strategy Recreate stops every replica before the new ones start")
+    else:
+        unavailable = scaled((strategy.get("rollingUpdate") or {}).get("maxUnavailable", "25%"), replicas, False)
+        if replicas - unavailable < 1:
+            faults.append(f"a rollout may take all {replicas} replicas away at once (maxUnavailable {unavailable})")
+    chosen = [budget for budget in budgets if selects(budget["spec"].get("selector") or {}, labels)]
+    if not chosen:
+        faults.append("no PodDisruptionBudget selects its Pods: a node drain may evict every replica at once")
+    for budget in chosen:
+        name, budget_spec = budget["metadata"]["name"], budget["spec"]
+        if "minAvailable" in budget_spec:
+            kept = scaled(budget_spec["minAvailable"], replicas, True)
+            if not 1 <= kept <= replicas - 1:
+                faults.append(f"PodDisruptionBudget {name} keeps {kept} of {replicas} replicas: "
+                              + ("a drain may evict them all" if kept < 1 else "no drain can evict one, and drains hang"))
+        else:
+            gone = scaled(budget_spec.get("maxUnavailable", 0), replicas, True)
+            if not 1 <= gone <= replicas - 1:
+                faults.append(f"PodDisruptionBudget {name} lets {gone} of {replicas} replicas go: "
+                              + ("no drain can evict one, and drains hang" if gone < 1 else "a drain may evict them all"))
+    spread = [c for c in template["spec"].get("topologySpreadConstraints") or []
+              if c.get("topologyKey") == "kubernetes.io/hostname"]
+    if not spread or not all(selects(c.get("labelSelector") or {}, labels) for c in spread):
+        faults.append("no spread over nodes (a topologySpreadConstraint on kubernetes.io/hostname that selects "
+                      "its Pods): one node going away may take every replica")
+    names = {port.get("name"): port["containerPort"] for port in container.get("ports") or []}
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+        get = (container.get(probe) or {}).get("httpGet") or {}
+        if get.get("path") != path or names.get(get.get("port"), get.get("port")) != listen:
+            faults.append(f"no {probe} asking {path} on the port of --listen ({listen})")
+    return faults
+
+
+budgets_by_namespace = {}
+for _, obj in objects:
+    if obj.get("kind") == "PodDisruptionBudget":
+        budgets_by_namespace.setdefault(obj["metadata"].get("namespace"), []).append(obj)
+for server in servers:
+    for fault in availability_faults(server["deployment"], server["container"],
+                                     budgets_by_namespace.get(server["namespace"], []), server["listen"]):
+        fail(server["where"], fault)
 
 for route in sorted(set(routes) - used_routes):
     fail("manifests", f"route {route} ({routes[route]}) is served but wired nowhere")
