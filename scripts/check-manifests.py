@@ -307,7 +307,9 @@ def junctor_schemas(schema):
             yield junctor, sub
 
 
-# The reasons a validation rule may give, and the longest message the API server takes.
+# The reasons a validation rule may give, and the longest message. Cluster API's copy of the API
+# server's check of a rule bounds a message at 2048 characters; the Kubernetes copy read for this
+# does not. The bound is kept, as the stricter.
 RULE_REASONS = ("FieldValueInvalid", "FieldValueForbidden", "FieldValueRequired", "FieldValueDuplicate")
 RULE_MESSAGE_CHARS = 2048
 LINE_BREAK = re.compile(r"[\n\r]")
