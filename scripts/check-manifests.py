@@ -50,17 +50,19 @@
    Metacontroller hook open to Metacontroller's namespace, and `/metrics` to someone, while the
    port of `--listen` (every route, no authentication) is not open to every source.
 12. Renders manifests/monitoring (opt-in, for the Prometheus Operator) and checks that its
-   PodMonitor scrapes /metrics on the port of `--listen` of the metahooks Pods, under the job
-   its alerts name; that the Prometheus it binds a Role to may list those Pods and reach that
-   port through the NetworkPolicy; that every metric and label its alerts read is one the
-   server exports (a `metahooks serve` started here, its /metrics linted by `promtool check
-   metrics`); and that the PrometheusRule's groups pass `promtool check rules` and the cases of
-   scripts/alerts-test.yaml (`promtool test rules`), which test every alert. The Grafana
-   dashboard (manifests/monitoring/dashboard.json, imported) is held to the same: each panel's
-   and variable's query, its variables put in as Grafana puts them, passes `promtool check
-   rules` and reads only the job, metrics and labels the server gives; every metric the server
-   exports is on a panel; the panels query the data source of its variable, have a title and a
-   description, and lie side by side on the grid without overlapping.
+   PodMonitor scrapes /metrics on the port of `--listen` of the metahooks Pods, under the job its
+   alerts name; that the Prometheus it binds a Role to may list those Pods and reach that port
+   through the NetworkPolicy; that every metric and label its alerts read is one the server
+   exports (a `metahooks serve` started here, its /metrics linted by `promtool check metrics`);
+   and that the PrometheusRule's groups pass `promtool check rules` and the cases of
+   scripts/alerts-test.yaml (`promtool test rules`), which test every alert. The Grafana dashboard
+   (manifests/monitoring/dashboard.json, imported) is read through Grafana's dashboard schema
+   (grafana-foundation-sdk's models, generated from it), which must keep every field and value as
+   written, and is held to what the alerts are held to: each panel's and variable's query, its
+   variables put in as Grafana puts them, passes `promtool check rules` and reads only the job,
+   metrics and labels the server gives; every metric the server exports is on a panel; the panels
+   query the data source of its variable, have a title and a description, and lie side by side on
+   the grid without overlapping.
 13. Evaluates the CRDs' validation rules on the cases of scripts/crd-rules-test.yaml and on the
    objects of every fixture (parent, children, related objects), but those listed in
    STORED_BEFORE_THE_RULES. Each case's object is stored exactly when the case says so. For the
@@ -120,6 +122,9 @@ from urllib.parse import urlparse
 
 import celpy
 import cel_check
+from grafana_foundation_sdk.cog import plugins as grafana_plugins
+from grafana_foundation_sdk.cog.encoder import JSONEncoder as GrafanaEncoder
+from grafana_foundation_sdk.models.dashboard import Dashboard as GrafanaDashboard
 import jsonschema
 import kubernetes_validate
 import yaml
@@ -1150,6 +1155,9 @@ def dashboard_queries(dashboard, where):
         if (panel.get("datasource") or {}).get("uid") != "${datasource}":
             fail(where, f"{at}: does not query the data source of $datasource")
         box = {k: (panel.get("gridPos") or {}).get(k, 0) for k in "xywh"}
+        if not all(type(v) is int for v in box.values()):
+            fail(where, f"{at}: a gridPos of other than whole numbers")
+            continue
         if box["x"] + box["w"] > GRAFANA_COLUMNS or min(box.values()) < 0 or not box["w"] * box["h"]:
             fail(where, f"{at}: has no size, or lies outside the {GRAFANA_COLUMNS} columns of the grid")
         for other_at, other in boxes:
@@ -1170,8 +1178,28 @@ def dashboard_queries(dashboard, where):
     return queries
 
 
+def schema_drift(written, read, at=""):
+    """Where a dashboard as written and as Grafana's schema reads it part: a field the schema does
+    not have (Grafana ignores it), or a value it reads as another."""
+    if isinstance(written, dict) and isinstance(read, dict):
+        for key, value in written.items():
+            if key not in read:
+                yield f"{at}.{key}: a field Grafana's dashboard schema does not have"
+            else:
+                yield from schema_drift(value, read[key], f"{at}.{key}")
+    elif isinstance(written, list) and isinstance(read, list) and len(written) == len(read):
+        for i, (item, read_item) in enumerate(zip(written, read)):
+            yield from schema_drift(item, read_item, f"{at}[{i}]")
+    elif written != read:
+        yield f"{at}: {written!r}, which Grafana's dashboard schema reads as {read!r}"
+
+
 with open(DASHBOARD) as f:
-    dashboard_exprs = dashboard_queries(json.load(f), DASHBOARD)
+    dashboard = json.load(f)
+grafana_plugins.register_default_plugins()
+for drift in schema_drift(dashboard, json.loads(json.dumps(GrafanaDashboard.from_json(dashboard), cls=GrafanaEncoder))):
+    fail(DASHBOARD, drift)
+dashboard_exprs = dashboard_queries(dashboard, DASHBOARD)
 shown = set()
 for name, expr in dashboard_exprs.items():
     for fault in promql_faults(expr):
