@@ -410,8 +410,9 @@ class Checker:
         name = str(kids[0])
         args = kids[1].children if len(kids) > 1 else []
         if name == "has":
-            # has(x.f): the presence test (one unit; the API server counts none in some releases)
-            # and x. Selecting f checks that x declares it.
+            # has(x.f): the presence test and x. The test counts one unit here; the API server's
+            # environment counts none (cel-go's PresenceTestHasCost(false)). Selecting f checks
+            # that x declares it.
             select = find_member_dot(args[0])
             operand, val = self.cost(select.children[0])
             field_val(val, str(select.children[1]))
