@@ -4,6 +4,7 @@ LISTEN ?= 127.0.0.1:8080
 PYTHON ?= python3
 VENV ?= target/venv
 PROMTOOL ?= target/tools/promtool
+PROMETHEUS ?= target/tools/prometheus
 DIFFERENTIAL_LISTEN ?= 127.0.0.1:8089
 DIFFERENTIAL_COUNT ?= 2000
 
@@ -132,27 +133,29 @@ bench-server-instructions: dev-packages
 
 ## Render manifests/ and validate every object offline (Kubernetes schemas, our CRD schemas,
 ## routes and hook kinds against `metahooks list`, webhook matchConditions against the fixtures,
-## the alerts of manifests/monitoring with promtool). Needs kubectl (for kustomize), python3, and
-## apt-get the first time (promtool).
-manifests-check: $(VENV)/installed.txt $(PROMTOOL)
+## the alerts and dashboard of manifests/monitoring with promtool and prometheus). Needs kubectl
+## (for kustomize), python3, and apt-get the first time (promtool and prometheus).
+manifests-check: $(VENV)/installed.txt $(PROMTOOL) $(PROMETHEUS)
 	$(CARGO) build --quiet
-	$(VENV)/bin/python scripts/check-manifests.py manifests target/debug/metahooks $(PROMTOOL)
+	$(VENV)/bin/python scripts/check-manifests.py manifests target/debug/metahooks $(PROMTOOL) $(PROMETHEUS)
 
 $(VENV)/installed.txt: scripts/manifests-check-requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet -r $<
 	cp $< $@
 
-## promtool, for the alerts of manifests/monitoring: taken out of Debian's prometheus package
-## (19 MB) rather than installed with it, which would bring a server, a web UI and a system user.
-$(PROMTOOL):
+## promtool, for the alerts and the dashboard of manifests/monitoring, and prometheus, which runs
+## the dashboard's queries on a scraped server: taken out of Debian's prometheus package (19 MB)
+## rather than installed with it, which would bring a service, a web UI and a system user.
+$(PROMTOOL) $(PROMETHEUS) &:
 	mkdir -p $(@D)/prometheus-deb
 	apt-get update -qq
 	cd $(@D)/prometheus-deb && apt-get download prometheus
 	dpkg-deb -x $(@D)/prometheus-deb/prometheus_*.deb $(@D)/prometheus-deb/root
-	cp $(@D)/prometheus-deb/root/usr/bin/promtool $@
+	cp $(@D)/prometheus-deb/root/usr/bin/promtool $(PROMTOOL)
+	cp $(@D)/prometheus-deb/root/usr/bin/prometheus $(PROMETHEUS)
 	rm -rf $(@D)/prometheus-deb
-	$@ --version | head -1
+	$(PROMTOOL) --version | head -1
 
 ## The Debian packages that the tests, examples and benches of the root package build against:
 ## OpenSSL's headers (libssl-dev, found by pkg-config), for the second TLS stack of the mesh in

@@ -60,9 +60,11 @@
    (grafana-foundation-sdk's models, generated from it), which must keep every field and value as
    written, and is held to what the alerts are held to: each panel's and variable's query, its
    variables put in as Grafana puts them, passes `promtool check rules` and reads only the job,
-   metrics and labels the server gives; every metric the server exports is on a panel; the panels
-   query the data source of its variable, have a title and a description, and lie side by side on
-   the grid without overlapping.
+   metrics and labels the server gives; every metric the server exports is on a panel; each query,
+   less a fallback `or vector(0)`, shows series when Debian's Prometheus runs it on a `metahooks
+   serve` started here and scraped every second after it answered a sync, a frozen sync, a 400 and
+   an HTTPS request; the panels query the data source of its variable, have a title and a
+   description, and lie side by side on the grid without overlapping.
 13. Evaluates the CRDs' validation rules on the cases of scripts/crd-rules-test.yaml and on the
    objects of every fixture (parent, children, related objects), but those listed in
    STORED_BEFORE_THE_RULES. Each case's object is stored exactly when the case says so. For the
@@ -102,6 +104,7 @@
    spread over nodes that selects its Pods, and readiness and liveness probes that ask the
    server's /readyz and /healthz on the port of --listen.
 """
+import contextlib
 import copy
 import functools
 import glob
@@ -117,6 +120,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from urllib.parse import urlparse
 
@@ -143,6 +148,7 @@ CATEGORY = "metahooks"
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "manifests"
 BINARY = sys.argv[2] if len(sys.argv) > 2 else "target/debug/metahooks"
 PROMTOOL = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 else shutil.which("promtool") or "promtool"
+PROMETHEUS = os.path.abspath(sys.argv[4]) if len(sys.argv) > 4 else shutil.which("prometheus") or "prometheus"
 ALERT_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "alerts-test.yaml")
 BUILTIN_RESOURCES = {("v1", "pods"), ("v1", "configmaps"), ("v1", "secrets")}
 SECRETS = ("v1", "secrets")
@@ -966,10 +972,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def exported_metrics():
-    """The label names of each sample name in the /metrics of a `metahooks serve` started here,
-    with HTTPS (for the certificate's expiry) and after one hook request and one HTTPS request
-    (for the handshakes); `promtool check metrics` lints the text on the way."""
+@contextlib.contextmanager
+def metahooks_serving():
+    """A `metahooks serve` started here, with HTTPS on a self-signed certificate, once it has
+    answered what the metrics, the alerts and the dashboard show: a sync, a sync that freezes its
+    set (a False condition), a request it refuses (400) and a request over HTTPS (a handshake).
+    Yields the base URL of its plain listener while it runs."""
     http, https = free_port(), free_port()
     server = subprocess.Popen([BINARY, "serve", f"--listen=127.0.0.1:{http}", f"--tls-listen=127.0.0.1:{https}",
                                "--tls-self-signed"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -981,16 +989,29 @@ def exported_metrics():
                 break
             except OSError:
                 time.sleep(0.05)
-        with open(os.path.join(FIXTURES, "delete-graph", "sync-chain-database-running.request.json"), "rb") as f:
-            urllib.request.urlopen(urllib.request.Request(f"{base}/delete-graph/sync", data=f.read(),
+        for fixture in ("sync-chain-database-running", "sync-invalid-spec-freezes"):
+            with open(os.path.join(FIXTURES, "delete-graph", f"{fixture}.request.json"), "rb") as f:
+                urllib.request.urlopen(urllib.request.Request(f"{base}/delete-graph/sync", data=f.read(),
+                                                              headers={"Content-Type": "application/json"}), timeout=5)
+        try:
+            urllib.request.urlopen(urllib.request.Request(f"{base}/delete-graph/sync", data=b"{}",
                                                           headers={"Content-Type": "application/json"}), timeout=5)
-        # One handshake, for the series of TLS handshakes (the certificate is self-signed).
+        except urllib.error.HTTPError as refused:
+            if refused.code != 400:
+                raise
         urllib.request.urlopen(f"https://127.0.0.1:{https}/readyz", timeout=5,
                                context=ssl._create_unverified_context())
-        text = urllib.request.urlopen(f"{base}/metrics", timeout=5).read().decode()
+        yield base
     finally:
         server.terminate()
         server.wait()
+
+
+def exported_metrics():
+    """The label names of each sample name in the /metrics of a `metahooks serve` started here
+    (`metahooks_serving`); `promtool check metrics` lints the text on the way."""
+    with metahooks_serving() as base:
+        text = urllib.request.urlopen(f"{base}/metrics", timeout=5).read().decode()
     lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True)
     if lint.returncode != 0 or lint.stdout.strip():
         fail(f"{BINARY} /metrics", f"promtool check metrics: {(lint.stdout + lint.stderr).strip()}")
@@ -1209,6 +1230,63 @@ for fault in promtool_faults(dashboard_exprs):
     fail(DASHBOARD, f"promtool check rules on its queries:\n{fault}")
 for metric in sorted({re.sub(r"_(bucket|sum|count)$", "", m) for m in exported} - shown):
     fail(DASHBOARD, f"no panel shows {metric}, which metahooks exports")
+
+
+def prometheus_answers(queries, job):
+    """Each query's result (a list of series, or the error as text) from a Prometheus (Debian's,
+    as promtool) that scrapes a `metahooks serve` started here (`metahooks_serving`) every second,
+    under `job` and the target labels a PodMonitor gives, once it has scraped it four times."""
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api/v1/query"
+
+    def ask(expr):
+        with urllib.request.urlopen(f"{api}?{urllib.parse.urlencode({'query': expr})}", timeout=10) as answer:
+            return json.load(answer)["data"]["result"]
+
+    with metahooks_serving() as base, tempfile.TemporaryDirectory() as tmp:
+        config = {"global": {"scrape_interval": "1s"}, "scrape_configs": [{
+            "job_name": job, "static_configs": [{"targets": [urlparse(base).netloc], "labels": {
+                "namespace": NAMESPACE, "pod": "metahooks-0", "container": "metahooks"}}]}]}
+        with open(os.path.join(tmp, "prometheus.yml"), "w") as f:
+            yaml.safe_dump(config, f)
+        if not os.access(PROMETHEUS, os.X_OK):
+            fail(DASHBOARD, f"no Prometheus at {PROMETHEUS} to run its queries on (make manifests-check takes one "
+                            "out of Debian's package)")
+            return {}
+        prometheus = subprocess.Popen([PROMETHEUS, f"--config.file={tmp}/prometheus.yml", f"--storage.tsdb.path={tmp}/data",
+                                       f"--web.listen-address=127.0.0.1:{port}"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(120):
+                try:
+                    scrapes = ask(f'count_over_time(up{{job="{job}"}}[1m])')
+                    if scrapes and float(scrapes[0]["value"][1]) >= 4:
+                        break
+                except OSError:
+                    pass
+                time.sleep(0.5)
+            answers = {}
+            for name, expr in queries.items():
+                try:
+                    # Less a fallback to 0 (a stat's "none" rather than "No data"), which would
+                    # show something whatever the rest found.
+                    answers[name] = ask(re.sub(r"\s+or\s+vector\(0\)\s*$", "", expr))
+                except urllib.error.HTTPError as refused:
+                    answers[name] = json.load(refused).get("error", str(refused))
+                except OSError as e:
+                    answers[name] = str(e)
+        finally:
+            prometheus.terminate()
+            prometheus.wait()
+    return answers
+
+
+for name, answer in prometheus_answers(dashboard_exprs, sorted(jobs)[0] if jobs else "metahooks").items():
+    if isinstance(answer, str):
+        fail(DASHBOARD, f"{name}: Prometheus refuses the query ({answer}): {dashboard_exprs[name]}")
+    elif not answer:
+        fail(DASHBOARD, f"{name} shows nothing of a server that answered a sync, a frozen sync, a 400 "
+                        f"and an HTTPS request, scraped by Prometheus: {dashboard_exprs[name]}")
 
 # 13. The CRDs' validation rules on their cases and on the fixtures, and the hook's agreement.
 with open(RULE_CASES) as f:
