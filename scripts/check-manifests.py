@@ -1236,6 +1236,10 @@ def prometheus_answers(queries, job):
     """Each query's result (a list of series, or the error as text) from a Prometheus (Debian's,
     as promtool) that scrapes a `metahooks serve` started here (`metahooks_serving`) every second,
     under `job` and the target labels a PodMonitor gives, once it has scraped it four times."""
+    if not os.access(PROMETHEUS, os.X_OK):
+        fail(DASHBOARD, f"no Prometheus at {PROMETHEUS} to run its queries on (make manifests-check takes one "
+                        "out of Debian's package)")
+        return {}
     port = free_port()
     api = f"http://127.0.0.1:{port}/api/v1/query"
 
@@ -1249,10 +1253,6 @@ def prometheus_answers(queries, job):
                 "namespace": NAMESPACE, "pod": "metahooks-0", "container": "metahooks"}}]}]}
         with open(os.path.join(tmp, "prometheus.yml"), "w") as f:
             yaml.safe_dump(config, f)
-        if not os.access(PROMETHEUS, os.X_OK):
-            fail(DASHBOARD, f"no Prometheus at {PROMETHEUS} to run its queries on (make manifests-check takes one "
-                            "out of Debian's package)")
-            return {}
         prometheus = subprocess.Popen([PROMETHEUS, f"--config.file={tmp}/prometheus.yml", f"--storage.tsdb.path={tmp}/data",
                                        f"--web.listen-address=127.0.0.1:{port}"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
