@@ -104,6 +104,7 @@
    spread over nodes that selects its Pods, and readiness and liveness probes that ask the
    server's /readyz and /healthz on the port of --listen.
 """
+import atexit
 import contextlib
 import copy
 import functools
@@ -930,6 +931,18 @@ def source_admitted(rule, namespace):
     return False
 
 
+def selects(selector, labels):
+    """Whether a label selector selects an object of `labels`."""
+    if any(labels.get(key) != value for key, value in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+        if {"In": labels.get(key) not in values, "NotIn": key in labels and labels[key] in values,
+                "Exists": key not in labels, "DoesNotExist": key in labels}[operator]:
+            return False
+    return True
+
+
 policies = [(source, obj) for source, obj in objects if obj.get("kind") == "NetworkPolicy"]
 policed = []  # (where, server, ingress rules) of each NetworkPolicy and Pod it selects, for check 12
 if not policies:
@@ -937,10 +950,8 @@ if not policies:
 for source, policy in policies:
     where = f"{source}: NetworkPolicy {policy['metadata']['name']}"
     spec = policy["spec"]
-    wanted = (spec.get("podSelector") or {}).get("matchLabels") or {}
     selected = [server for server in servers if server["namespace"] == policy["metadata"]["namespace"]
-                and not (spec.get("podSelector") or {}).get("matchExpressions")
-                and all(server["labels"].get(k) == v for k, v in wanted.items())]
+                and selects(spec.get("podSelector") or {}, server["labels"])]
     if not selected:
         fail(where, "selects no Pod that runs `metahooks serve`")
     if "Ingress" not in spec.get("policyTypes", ["Ingress"]):
@@ -1007,11 +1018,10 @@ def metahooks_serving():
         server.wait()
 
 
-def exported_metrics():
-    """The label names of each sample name in the /metrics of a `metahooks serve` started here
-    (`metahooks_serving`); `promtool check metrics` lints the text on the way."""
-    with metahooks_serving() as base:
-        text = urllib.request.urlopen(f"{base}/metrics", timeout=5).read().decode()
+def exported_metrics(base):
+    """The label names of each sample name in the /metrics of the server at `base`; `promtool
+    check metrics` lints the text on the way."""
+    text = urllib.request.urlopen(f"{base}/metrics", timeout=5).read().decode()
     lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True)
     if lint.returncode != 0 or lint.stdout.strip():
         fail(f"{BINARY} /metrics", f"promtool check metrics: {(lint.stdout + lint.stderr).strip()}")
@@ -1038,10 +1048,8 @@ for source, monitor in monitors:
     where = f"{source}: PodMonitor {monitor['metadata']['name']}"
     spec = monitor["spec"]
     namespaces = (spec.get("namespaceSelector") or {}).get("matchNames") or [monitor["metadata"]["namespace"]]
-    wanted = (spec.get("selector") or {}).get("matchLabels") or {}
     selected = [server for server in servers if server["namespace"] in namespaces
-                and not (spec.get("selector") or {}).get("matchExpressions")
-                and all(server["labels"].get(k) == v for k, v in wanted.items())]
+                and selects(spec.get("selector") or {}, server["labels"])]
     if not selected:
         fail(where, "selects no Pod that runs `metahooks serve`")
     for server in selected:
@@ -1072,7 +1080,12 @@ for where, server, rules in policed:
         if not any(port_admitted(rule, server["listen"], server["names"]) and source_admitted(rule, namespace) for rule in rules):
             fail(where, f"keeps Prometheus (namespace {namespace}, {ROOT}/monitoring) from /metrics on port {server['listen']}")
 
-exported = exported_metrics()
+# The server whose metrics the alerts and the dashboard are held to, running until the dashboard's
+# queries have run on a Prometheus that scrapes it.
+check_12_server = contextlib.ExitStack()
+served = check_12_server.enter_context(metahooks_serving())
+atexit.register(check_12_server.close)  # should a check below crash
+exported = exported_metrics(served)
 with open(ALERT_TESTS) as f:
     tested = {case["alertname"] for test in yaml.safe_load(f)["tests"] for case in test.get("alert_rule_test") or []}
 prometheus_rules = [(source, obj) for source, obj in objects if obj.get("kind") == "PrometheusRule"]
@@ -1103,15 +1116,22 @@ def promql_faults(expr):
     return faults
 
 
-def promtool_faults(expressions):
-    """promtool's complaints about PromQL expressions (name -> expression), each checked as the
-    expression of a recording rule."""
-    rules = [{"record": f"check:{name}", "expr": expr} for name, expr in expressions.items()]
+def promtool_faults(groups, tests=None):
+    """promtool's complaints about rule groups, written to rules.yaml: `promtool check rules`, and
+    with `tests` (a file of cases that reads rules.yaml) `promtool test rules` too."""
+    faults = []
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "rules.yaml"), "w") as f:
-            yaml.safe_dump({"groups": [{"name": "check", "rules": rules}]}, f)
-        run = subprocess.run([PROMTOOL, "check", "rules", "rules.yaml"], cwd=tmp, capture_output=True, text=True)
-    return [] if run.returncode == 0 else [(run.stdout + run.stderr).strip()]
+            yaml.safe_dump({"groups": groups}, f)
+        commands = [["check", "rules", "rules.yaml"]]
+        if tests:
+            shutil.copy(tests, tmp)
+            commands.append(["test", "rules", os.path.basename(tests)])
+        for command in commands:
+            run = subprocess.run([PROMTOOL, *command], cwd=tmp, capture_output=True, text=True)
+            if run.returncode != 0:
+                faults.append(f"promtool {' '.join(command[:2])}:\n{(run.stdout + run.stderr).strip()}")
+    return faults
 
 
 for source, rule_set in prometheus_rules:
@@ -1123,14 +1143,8 @@ for source, rule_set in prometheus_rules:
             fail(where, f"alert {name} has no case in {os.path.relpath(ALERT_TESTS)}")
         for fault in promql_faults(expr):
             fail(where, f"{name} {fault}")
-    with tempfile.TemporaryDirectory() as tmp:
-        with open(os.path.join(tmp, "rules.yaml"), "w") as f:
-            yaml.safe_dump({"groups": groups}, f)
-        shutil.copy(ALERT_TESTS, tmp)
-        for command in (["check", "rules", "rules.yaml"], ["test", "rules", os.path.basename(ALERT_TESTS)]):
-            run = subprocess.run([PROMTOOL, *command], cwd=tmp, capture_output=True, text=True)
-            if run.returncode != 0:
-                fail(where, f"promtool {' '.join(command[:2])}:\n{(run.stdout + run.stderr).strip()}")
+    for fault in promtool_faults(groups, ALERT_TESTS):
+        fail(where, fault)
 
 # The Grafana dashboard, imported rather than applied (README, "Monitoring").
 DASHBOARD = os.path.join(ROOT, "monitoring", "dashboard.json")
@@ -1164,7 +1178,7 @@ def dashboard_queries(dashboard, where):
         if label not in exported.get(metric, set()) | TARGET_LABELS:
             fail(where, f"variable {name} takes the label {label}, which {metric} does not have")
         queries[f"variable_{name}"] = selector
-        values[name] = variable.get("allValue") if variable.get("includeAll") else "metahooks-system"
+        values[name] = variable.get("allValue") if variable.get("includeAll") else NAMESPACE
     ids = [panel.get("id") for panel in dashboard.get("panels", [])]
     if len(set(ids)) != len(ids):
         fail(where, f"panel ids are not unique: {ids}")
@@ -1199,6 +1213,11 @@ def dashboard_queries(dashboard, where):
     return queries
 
 
+def metric_family(sample):
+    """The metric a sample name belongs to: a histogram's without its _bucket, _sum or _count."""
+    return re.sub(r"_(bucket|sum|count)$", "", sample)
+
+
 def schema_drift(written, read, at=""):
     """Where a dashboard as written and as Grafana's schema reads it part: a field the schema does
     not have (Grafana ignores it), or a value it reads as another."""
@@ -1225,17 +1244,19 @@ shown = set()
 for name, expr in dashboard_exprs.items():
     for fault in promql_faults(expr):
         fail(DASHBOARD, f"{name} {fault}")
-    shown |= {re.sub(r"_(bucket|sum|count)$", "", metric) for metric in re.findall(r"\bmetahooks_\w+", expr)}
-for fault in promtool_faults(dashboard_exprs):
-    fail(DASHBOARD, f"promtool check rules on its queries:\n{fault}")
-for metric in sorted({re.sub(r"_(bucket|sum|count)$", "", m) for m in exported} - shown):
+    shown |= {metric_family(metric) for metric in re.findall(r"\bmetahooks_\w+", expr)}
+# Each query checked by promtool as the expression of a recording rule.
+records = [{"record": f"check:{name}", "expr": expr} for name, expr in dashboard_exprs.items()]
+for fault in promtool_faults([{"name": "check", "rules": records}]):
+    fail(DASHBOARD, f"its queries: {fault}")
+for metric in sorted({metric_family(m) for m in exported} - shown):
     fail(DASHBOARD, f"no panel shows {metric}, which metahooks exports")
 
 
-def prometheus_answers(queries, job):
+def prometheus_answers(queries, job, base):
     """Each query's result (a list of series, or the error as text) from a Prometheus (Debian's,
-    as promtool) that scrapes a `metahooks serve` started here (`metahooks_serving`) every second,
-    under `job` and the target labels a PodMonitor gives, once it has scraped it four times."""
+    as promtool) that scrapes the server at `base` every second, under `job` and the target
+    labels a PodMonitor gives, once it has scraped it four times."""
     if not os.access(PROMETHEUS, os.X_OK):
         fail(DASHBOARD, f"no Prometheus at {PROMETHEUS} to run its queries on (make manifests-check takes one "
                         "out of Debian's package)")
@@ -1247,7 +1268,7 @@ def prometheus_answers(queries, job):
         with urllib.request.urlopen(f"{api}?{urllib.parse.urlencode({'query': expr})}", timeout=10) as answer:
             return json.load(answer)["data"]["result"]
 
-    with metahooks_serving() as base, tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
         config = {"global": {"scrape_interval": "1s"}, "scrape_configs": [{
             "job_name": job, "static_configs": [{"targets": [urlparse(base).netloc], "labels": {
                 "namespace": NAMESPACE, "pod": "metahooks-0", "container": "metahooks"}}]}]}
@@ -1281,7 +1302,9 @@ def prometheus_answers(queries, job):
     return answers
 
 
-for name, answer in prometheus_answers(dashboard_exprs, sorted(jobs)[0] if jobs else "metahooks").items():
+with check_12_server:
+    answers = prometheus_answers(dashboard_exprs, sorted(jobs)[0] if jobs else "metahooks", served)
+for name, answer in answers.items():
     if isinstance(answer, str):
         fail(DASHBOARD, f"{name}: Prometheus refuses the query ({answer}): {dashboard_exprs[name]}")
     elif not answer:
@@ -1505,18 +1528,6 @@ for source, obj in objects:
 
 # 18. The Deployment stays available through a rollout and a node drain: every webhook fails
 # closed and every sync goes through it.
-
-
-def selects(selector, labels):
-    """Whether a label selector selects an object of `labels`."""
-    if any(labels.get(key) != value for key, value in (selector.get("matchLabels") or {}).items()):
-        return False
-    for expression in selector.get("matchExpressions") or []:
-        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
-        if {"In": labels.get(key) not in values, "NotIn": key in labels and labels[key] in values,
-                "Exists": key not in labels, "DoesNotExist": key in labels}[operator]:
-            return False
-    return True
 
 
 def scaled(value, replicas, round_up):
