@@ -54,17 +54,21 @@
    alerts name; that the Prometheus it binds a Role to may list those Pods and reach that port
    through the NetworkPolicy; that every metric and label its alerts read is one the server
    exports (a `metahooks serve` started here, its /metrics linted by `promtool check metrics`);
-   and that the PrometheusRule's groups pass `promtool check rules` and the cases of
-   scripts/alerts-test.yaml (`promtool test rules`), which test every alert. The Grafana dashboard
+   that the PrometheusRule's groups pass `promtool check rules` and the cases of
+   scripts/alerts-test.yaml (`promtool test rules`), which test every alert; and that on Debian's
+   Prometheus scraping that server, after requests that set off what its state can (a 400, a 429,
+   a 503 after 1.1 s, a frozen sync, connections past --max-connections, a certificate that ends
+   in 10 days), exactly the alerts that watch for those fire, and MetahooksDown once it has
+   stopped (each alert's expression, without its `for`). The Grafana dashboard
    (manifests/monitoring/dashboard.json, imported) is read through Grafana's dashboard schema
    (grafana-foundation-sdk's models, generated from it), which must keep every field and value as
    written, and is held to what the alerts are held to: each panel's and variable's query, its
    variables put in as Grafana puts them, passes `promtool check rules` and reads only the job,
    metrics and labels the server gives; every metric the server exports is on a panel; each query,
-   less a fallback `or vector(0)`, shows series when Debian's Prometheus runs it on a `metahooks
-   serve` started here and scraped every second after it answered a sync, a frozen sync, a 400 and
-   an HTTPS request; the panels query the data source of its variable, have a title and a
-   description, and lie side by side on the grid without overlapping.
+   less a fallback `or vector(0)`, shows series when that Prometheus runs it, the server having
+   answered those requests, a sync and an HTTPS request; the panels query the data source of its
+   variable, have a title and a description, and lie side by side on the grid without
+   overlapping.
 13. Evaluates the CRDs' validation rules on the cases of scripts/crd-rules-test.yaml and on the
    objects of every fixture (parent, children, related objects), but those listed in
    STORED_BEFORE_THE_RULES. Each case's object is stored exactly when the case says so. For the
@@ -983,39 +987,103 @@ def free_port():
         return s.getsockname()[1]
 
 
-@contextlib.contextmanager
-def metahooks_serving():
-    """A `metahooks serve` started here, with HTTPS on a self-signed certificate, once it has
-    answered what the metrics, the alerts and the dashboard show: a sync, a sync that freezes its
-    set (a False condition), a request it refuses (400) and a request over HTTPS (a handshake).
-    Yields the base URL of its plain listener while it runs."""
-    http, https = free_port(), free_port()
-    server = subprocess.Popen([BINARY, "serve", f"--listen=127.0.0.1:{http}", f"--tls-listen=127.0.0.1:{https}",
-                               "--tls-self-signed"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{http}"
+# What the server that check 12 starts is run with, so that a few requests set off every alert
+# that the server's state can: one request in flight at a time (a second one is shed, 429), a
+# request that must end within 1.1 s (a slower one is answered 503, and its time is over the 1 s
+# of MetahooksSlow), five connections at a time (more are refused) and an HTTPS certificate that
+# ends in 10 days (MetahooksCertificateExpiry's warning, not yet its critical).
+CHECK_12_SERVE_FLAGS = ["--max-in-flight=1", "--request-timeout=1100ms", "--max-connections=5"]
+CHECK_12_CERTIFICATE_DAYS = 10
+
+
+def post(url, body):
+    """POSTs a JSON body; the status of the answer."""
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
     try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"{base}/readyz", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.05)
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
+class Served:
+    """A `metahooks serve` started by `metahooks_serving`: its plain listener's URL (`base`)."""
+
+    def __init__(self, server, http, https):
+        self.server, self.http, self.https = server, http, https
+        self.base = f"http://127.0.0.1:{http}"
+
+    def traffic(self):
+        """What the metrics, the alerts and the dashboard show: a sync, a sync that freezes its
+        set (a False condition), a request it refuses (400), a request over HTTPS (a handshake),
+        a sync whose body never ends (503 after --request-timeout) while another is shed (429),
+        and connections past --max-connections. Fails the check where the server answers
+        otherwise, as each is what an alert or a panel is checked to show."""
+        sync = f"{self.base}/delete-graph/sync"
+        answers = {}
         for fixture in ("sync-chain-database-running", "sync-invalid-spec-freezes"):
             with open(os.path.join(FIXTURES, "delete-graph", f"{fixture}.request.json"), "rb") as f:
-                urllib.request.urlopen(urllib.request.Request(f"{base}/delete-graph/sync", data=f.read(),
-                                                              headers={"Content-Type": "application/json"}), timeout=5)
+                answers[fixture] = post(sync, f.read())
+        answers["{}"] = post(sync, b"{}")
+        with urllib.request.urlopen(f"https://127.0.0.1:{self.https}/readyz", timeout=5,
+                                    context=ssl._create_unverified_context()) as answer:
+            answers["HTTPS /readyz"] = answer.status
+        for _ in range(20):
+            with socket.create_connection(("127.0.0.1", self.http), timeout=5) as stalled:
+                stalled.sendall(b"POST /delete-graph/sync HTTP/1.1\r\nHost: metahooks\r\n"
+                                b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+                time.sleep(0.1)
+                answers["a sync beside it"] = post(sync, b"{}")
+                if answers["a sync beside it"] == 429:  # shed: the stalled one holds the only place
+                    answers["a sync whose body never ends"] = int(stalled.recv(64).split()[1])
+                    break
+            # Else the other one came first, and the stalled one is shed or given up: again.
+        crowd = [socket.create_connection(("127.0.0.1", self.http), timeout=5) for _ in range(8)]
+        time.sleep(0.2)
+        for connection in crowd:
+            connection.close()
+        self.answering()  # the crowd's places given back
+        expected = {"sync-chain-database-running": 200, "sync-invalid-spec-freezes": 200, "{}": 400,
+                    "HTTPS /readyz": 200, "a sync beside it": 429, "a sync whose body never ends": 503}
+        for request, status in expected.items():
+            if answers.get(request) != status:
+                fail(f"{BINARY} serve {' '.join(CHECK_12_SERVE_FLAGS)}",
+                     f"answered {request} with {answers.get(request, 'nothing')}, where check 12 needs {status}")
+
+    def answering(self):
+        """Waits (up to 10 s) until the server answers a new connection."""
+        for _ in range(200):
+            try:
+                with urllib.request.urlopen(f"{self.base}/readyz", timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.05)
+
+    def stop(self):
+        if self.server.poll() is None:
+            self.server.terminate()
+            self.server.wait()
+
+
+@contextlib.contextmanager
+def metahooks_serving():
+    """A `metahooks serve` started here (`CHECK_12_SERVE_FLAGS`, HTTPS on a certificate of
+    `CHECK_12_CERTIFICATE_DAYS` made by `metahooks certs`), once it has served `Served.traffic`.
+    Yields its `Served` while it runs."""
+    http, https = free_port(), free_port()
+    with tempfile.TemporaryDirectory() as tls:
+        subprocess.run([BINARY, "certs", f"--out={tls}", f"--days={CHECK_12_CERTIFICATE_DAYS}"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen([BINARY, "serve", f"--listen=127.0.0.1:{http}", f"--tls-listen=127.0.0.1:{https}",
+                                   f"--tls-cert={tls}/tls.crt", f"--tls-key={tls}/tls.key", *CHECK_12_SERVE_FLAGS],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        served = Served(server, http, https)
         try:
-            urllib.request.urlopen(urllib.request.Request(f"{base}/delete-graph/sync", data=b"{}",
-                                                          headers={"Content-Type": "application/json"}), timeout=5)
-        except urllib.error.HTTPError as refused:
-            if refused.code != 400:
-                raise
-        urllib.request.urlopen(f"https://127.0.0.1:{https}/readyz", timeout=5,
-                               context=ssl._create_unverified_context())
-        yield base
-    finally:
-        server.terminate()
-        server.wait()
+            served.answering()
+            served.traffic()
+            yield served
+        finally:
+            served.stop()
 
 
 def exported_metrics(base):
@@ -1085,7 +1153,7 @@ for where, server, rules in policed:
 check_12_server = contextlib.ExitStack()
 served = check_12_server.enter_context(metahooks_serving())
 atexit.register(check_12_server.close)  # should a check below crash
-exported = exported_metrics(served)
+exported = exported_metrics(served.base)
 with open(ALERT_TESTS) as f:
     tested = {case["alertname"] for test in yaml.safe_load(f)["tests"] for case in test.get("alert_rule_test") or []}
 prometheus_rules = [(source, obj) for source, obj in objects if obj.get("kind") == "PrometheusRule"]
@@ -1134,6 +1202,7 @@ def promtool_faults(groups, tests=None):
     return faults
 
 
+alerts = []  # (where, the alert's name and severity, its expression)
 for source, rule_set in prometheus_rules:
     where = f"{source}: PrometheusRule {rule_set['metadata']['name']}"
     groups = rule_set["spec"].get("groups") or []
@@ -1141,6 +1210,8 @@ for source, rule_set in prometheus_rules:
         name, expr = rule.get("alert") or rule.get("record"), rule["expr"]
         if "alert" in rule and name not in tested:
             fail(where, f"alert {name} has no case in {os.path.relpath(ALERT_TESTS)}")
+        if "alert" in rule:
+            alerts.append((where, (name, (rule.get("labels") or {}).get("severity")), expr))
         for fault in promql_faults(expr):
             fail(where, f"{name} {fault}")
     for fault in promtool_faults(groups, ALERT_TESTS):
@@ -1253,63 +1324,130 @@ for metric in sorted({metric_family(m) for m in exported} - shown):
     fail(DASHBOARD, f"no panel shows {metric}, which metahooks exports")
 
 
-def prometheus_answers(queries, job, base):
-    """Each query's result (a list of series, or the error as text) from a Prometheus (Debian's,
-    as promtool) that scrapes the server at `base` every second, under `job` and the target
-    labels a PodMonitor gives, once it has scraped it four times."""
-    if not os.access(PROMETHEUS, os.X_OK):
-        fail(DASHBOARD, f"no Prometheus at {PROMETHEUS} to run its queries on (make manifests-check takes one "
-                        "out of Debian's package)")
-        return {}
-    port = free_port()
-    api = f"http://127.0.0.1:{port}/api/v1/query"
+class Prometheus:
+    """Debian's Prometheus (as promtool) scraping one target every second, under `job` and the
+    target labels a PodMonitor gives; `ask` runs an instant query."""
 
-    def ask(expr):
-        with urllib.request.urlopen(f"{api}?{urllib.parse.urlencode({'query': expr})}", timeout=10) as answer:
-            return json.load(answer)["data"]["result"]
-
-    with tempfile.TemporaryDirectory() as tmp:
+    def __init__(self, job, target, directory):
+        self.job, port = job, free_port()
+        self.api = f"http://127.0.0.1:{port}/api/v1/query"
         config = {"global": {"scrape_interval": "1s"}, "scrape_configs": [{
-            "job_name": job, "static_configs": [{"targets": [urlparse(base).netloc], "labels": {
+            "job_name": job, "static_configs": [{"targets": [target], "labels": {
                 "namespace": NAMESPACE, "pod": "metahooks-0", "container": "metahooks"}}]}]}
-        with open(os.path.join(tmp, "prometheus.yml"), "w") as f:
+        with open(os.path.join(directory, "prometheus.yml"), "w") as f:
             yaml.safe_dump(config, f)
-        prometheus = subprocess.Popen([PROMETHEUS, f"--config.file={tmp}/prometheus.yml", f"--storage.tsdb.path={tmp}/data",
-                                       f"--web.listen-address=127.0.0.1:{port}"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            for _ in range(120):
-                try:
-                    scrapes = ask(f'count_over_time(up{{job="{job}"}}[1m])')
-                    if scrapes and float(scrapes[0]["value"][1]) >= 4:
-                        break
-                except OSError:
-                    pass
-                time.sleep(0.5)
-            answers = {}
-            for name, expr in queries.items():
-                try:
-                    # Less a fallback to 0 (a stat's "none" rather than "No data"), which would
-                    # show something whatever the rest found.
-                    answers[name] = ask(re.sub(r"\s+or\s+vector\(0\)\s*$", "", expr))
-                except urllib.error.HTTPError as refused:
-                    answers[name] = json.load(refused).get("error", str(refused))
-                except OSError as e:
-                    answers[name] = str(e)
-        finally:
-            prometheus.terminate()
-            prometheus.wait()
-    return answers
+        self.process = subprocess.Popen([PROMETHEUS, f"--config.file={directory}/prometheus.yml",
+                                         f"--storage.tsdb.path={directory}/data", f"--web.listen-address=127.0.0.1:{port}"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
+    def ask(self, expr):
+        """The query's series, or Prometheus' error as text."""
+        try:
+            with urllib.request.urlopen(f"{self.api}?{urllib.parse.urlencode({'query': expr})}", timeout=10) as answer:
+                return json.load(answer)["data"]["result"]
+        except urllib.error.HTTPError as refused:
+            return json.load(refused).get("error", str(refused))
+        except OSError as e:
+            return str(e)
+
+    def scrapes(self, more, up=True):
+        """Waits (up to a minute) until `more` scrapes past those already taken have found the
+        target up (or, with `up` False, one has found it down)."""
+        def taken():
+            answer = self.ask(f'count_over_time(up{{job="{self.job}"}}[1h])')
+            return float(answer[0]["value"][1]) if isinstance(answer, list) and answer else 0
+
+        goal = taken() + more
+        for _ in range(120):
+            answer = self.ask(f'up{{job="{self.job}"}}')
+            if taken() >= goal and isinstance(answer, list) and answer and answer[0]["value"][1] == ("1" if up else "0"):
+                return
+            time.sleep(0.5)
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait()
+
+
+def live_answers(queries, alerts, job, served):
+    """On a Prometheus scraping `served`: each query's series once it has scraped four times; then,
+    after the server's `traffic` again and three more scrapes (two samples of every counter, so that
+    `increase` and `rate` see it rise), each alert's series while the server answers; and once it
+    has stopped and a scrape has found it down, again."""
+    if not os.access(PROMETHEUS, os.X_OK):
+        fail(DASHBOARD, f"no Prometheus at {PROMETHEUS} to run its queries and the alerts on (make manifests-check "
+                        "takes one out of Debian's package)")
+        return {}, {}, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        prometheus = Prometheus(job, urlparse(served.base).netloc, tmp)
+        try:
+            prometheus.scrapes(4)
+            # Less a fallback to 0 (a stat's "none" rather than "No data"), which would show
+            # something whatever the rest found.
+            answers = {name: prometheus.ask(re.sub(r"\s+or\s+vector\(0\)\s*$", "", expr)) for name, expr in queries.items()}
+            served.traffic()
+            prometheus.scrapes(3)
+            serving = {alert: prometheus.ask(expr) for _, alert, expr in alerts}
+            served.stop()
+            prometheus.scrapes(1, up=False)
+            stopped = {alert: prometheus.ask(expr) for _, alert, expr in alerts}
+        finally:
+            prometheus.stop()
+    return answers, serving, stopped
+
+
+# The alerts that check 12's server sets off while it answers (by name and severity), what sets
+# each off (`Served.traffic`, `CHECK_12_SERVE_FLAGS`) and the labels of each alert it must raise;
+# every other alert must stay quiet. Once the server has stopped, the one that says so must fire.
+# Alerts are run as their expressions, without their `for`.
+SYNC = "/delete-graph/sync"
+FIRING_WHILE_SERVING = {
+    ("MetahooksRequestsFailing", "warning"): ("a 400", [{"route": SYNC, "status": "400"}]),
+    ("MetahooksOverloaded", "warning"): ("a 429 and a 503", [{"route": SYNC, "status": "429"},
+                                                            {"route": SYNC, "status": "503"}]),
+    ("MetahooksConnectionsRefused", "warning"): ("connections past --max-connections", [{}]),
+    ("MetahooksSlow", "warning"): ("a sync answered after 1.1 s (503)", [{"route": SYNC}]),
+    ("MetahooksSyncConditionFalse", "warning"): (
+        "a frozen sync", [{"route": SYNC, "condition": "Valid", "reason": "InvalidSpec"}]),
+    ("MetahooksCertificateExpiry", "warning"): (f"a certificate that ends in {CHECK_12_CERTIFICATE_DAYS} days", [{}]),
+}
+FIRING_ONCE_STOPPED = {("MetahooksDown", "critical"): ("no replica answering a scrape", [{}])}
 
 with check_12_server:
-    answers = prometheus_answers(dashboard_exprs, sorted(jobs)[0] if jobs else "metahooks", served)
+    answers, serving, stopped = live_answers(dashboard_exprs, alerts, sorted(jobs)[0] if jobs else "metahooks", served)
 for name, answer in answers.items():
     if isinstance(answer, str):
         fail(DASHBOARD, f"{name}: Prometheus refuses the query ({answer}): {dashboard_exprs[name]}")
     elif not answer:
-        fail(DASHBOARD, f"{name} shows nothing of a server that answered a sync, a frozen sync, a 400 "
+        fail(DASHBOARD, f"{name} shows nothing of a server that answered a sync, a frozen sync, refusals "
                         f"and an HTTPS request, scraped by Prometheus: {dashboard_exprs[name]}")
+
+
+def unraised(fired, expected):
+    """The label sets of `expected` that no series of `fired` carries."""
+    return [labels for labels in expected if not any(labels.items() <= series["metric"].items() for series in fired)]
+
+
+for where, alert, expr in alerts if serving else []:
+    named = f"{alert[0]} ({alert[1]})"
+    refused = [answer for answer in (serving[alert], stopped[alert]) if isinstance(answer, str)]
+    if refused:
+        fail(where, f"{named}: Prometheus refuses its expression ({refused[0]})")
+        continue
+    if alert in FIRING_WHILE_SERVING:
+        cause, expected = FIRING_WHILE_SERVING[alert]
+        for labels in unraised(serving[alert], expected):
+            fail(where, f"{named} raises no alert {json.dumps(labels)} on a Prometheus scraping a metahooks serve "
+                        f"after {cause}: {expr}")
+    elif serving[alert]:
+        fail(where, f"{named} fires on a Prometheus scraping a metahooks serve that answers, where nothing "
+                    f"should set it off ({'; '.join(json.dumps(series['metric']) for series in serving[alert])}): {expr}")
+    if alert in FIRING_ONCE_STOPPED:
+        cause, expected = FIRING_ONCE_STOPPED[alert]
+        for labels in unraised(stopped[alert], expected):
+            fail(where, f"{named} raises no alert {json.dumps(labels)} once the server has stopped ({cause}): {expr}")
+for alert in sorted({**FIRING_WHILE_SERVING, **FIRING_ONCE_STOPPED}.keys() - {alert for _, alert, _ in alerts}):
+    fail(f"{ROOT}/monitoring", f"no alert {alert[0]} of severity {alert[1]}, which check 12 expects to fire")
 
 # 13. The CRDs' validation rules on their cases and on the fixtures, and the hook's agreement.
 with open(RULE_CASES) as f:
