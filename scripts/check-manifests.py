@@ -994,6 +994,8 @@ def free_port():
 # ends in 10 days (MetahooksCertificateExpiry's warning, not yet its critical).
 CHECK_12_SERVE_FLAGS = ["--max-in-flight=1", "--request-timeout=1100ms", "--max-connections=5"]
 CHECK_12_CERTIFICATE_DAYS = 10
+# The route that check 12's server is sent its syncs and refusals on.
+SYNC = "/delete-graph/sync"
 
 
 def post(url, body):
@@ -1019,23 +1021,23 @@ class Served:
         a sync whose body never ends (503 after --request-timeout) while another is shed (429),
         and connections past --max-connections. Fails the check where the server answers
         otherwise, as each is what an alert or a panel is checked to show."""
-        sync = f"{self.base}/delete-graph/sync"
-        answers = {}
+        sync = f"{self.base}{SYNC}"
+        statuses = {}
         for fixture in ("sync-chain-database-running", "sync-invalid-spec-freezes"):
-            with open(os.path.join(FIXTURES, "delete-graph", f"{fixture}.request.json"), "rb") as f:
-                answers[fixture] = post(sync, f.read())
-        answers["{}"] = post(sync, b"{}")
+            with open(os.path.join(FIXTURES, SYNC.split("/")[1], f"{fixture}.request.json"), "rb") as f:
+                statuses[fixture] = post(sync, f.read())
+        statuses["{}"] = post(sync, b"{}")
         with urllib.request.urlopen(f"https://127.0.0.1:{self.https}/readyz", timeout=5,
                                     context=ssl._create_unverified_context()) as answer:
-            answers["HTTPS /readyz"] = answer.status
+            statuses["HTTPS /readyz"] = answer.status
         for _ in range(20):
             with socket.create_connection(("127.0.0.1", self.http), timeout=5) as stalled:
-                stalled.sendall(b"POST /delete-graph/sync HTTP/1.1\r\nHost: metahooks\r\n"
-                                b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+                stalled.sendall(f"POST {SYNC} HTTP/1.1\r\nHost: metahooks\r\nContent-Type: application/json\r\n"
+                                "Content-Length: 100\r\n\r\n{".encode())
                 time.sleep(0.1)
-                answers["a sync beside it"] = post(sync, b"{}")
-                if answers["a sync beside it"] == 429:  # shed: the stalled one holds the only place
-                    answers["a sync whose body never ends"] = int(stalled.recv(64).split()[1])
+                statuses["a sync beside it"] = post(sync, b"{}")
+                if statuses["a sync beside it"] == 429:  # shed: the stalled one holds the only place
+                    statuses["a sync whose body never ends"] = int(stalled.recv(64).split()[1])
                     break
             # Else the other one came first, and the stalled one is shed or given up: again.
         crowd = [socket.create_connection(("127.0.0.1", self.http), timeout=5) for _ in range(8)]
@@ -1046,9 +1048,9 @@ class Served:
         expected = {"sync-chain-database-running": 200, "sync-invalid-spec-freezes": 200, "{}": 400,
                     "HTTPS /readyz": 200, "a sync beside it": 429, "a sync whose body never ends": 503}
         for request, status in expected.items():
-            if answers.get(request) != status:
+            if statuses.get(request) != status:
                 fail(f"{BINARY} serve {' '.join(CHECK_12_SERVE_FLAGS)}",
-                     f"answered {request} with {answers.get(request, 'nothing')}, where check 12 needs {status}")
+                     f"answered {request} with {statuses.get(request, 'nothing')}, where check 12 needs {status}")
 
     def answering(self):
         """Waits (up to 10 s) until the server answers a new connection."""
@@ -1400,7 +1402,6 @@ def live_answers(queries, alerts, job, served):
 # each off (`Served.traffic`, `CHECK_12_SERVE_FLAGS`) and the labels of each alert it must raise;
 # every other alert must stay quiet. Once the server has stopped, the one that says so must fire.
 # Alerts are run as their expressions, without their `for`.
-SYNC = "/delete-graph/sync"
 FIRING_WHILE_SERVING = {
     ("MetahooksRequestsFailing", "warning"): ("a 400", [{"route": SYNC, "status": "400"}]),
     ("MetahooksOverloaded", "warning"): ("a 429 and a 503", [{"route": SYNC, "status": "429"},
