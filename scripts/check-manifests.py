@@ -652,9 +652,10 @@ def shape_schema(shape):
 # A qualified name's part after its optional prefix/, and the prefix (a DNS subdomain), as the API
 # server checks a matchCondition's name.
 QUALIFIED_NAME = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
-DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
+DNS_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+DNS_SUBDOMAIN = re.compile(rf"(?=.{{1,253}}$){DNS_LABEL}(?:\.{DNS_LABEL})*")
 # A webhook's name: a DNS subdomain of at least three labels.
-WEBHOOK_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?){2,}$")
+WEBHOOK_NAME = re.compile(rf"^{DNS_LABEL}(?:\.{DNS_LABEL}){{2,}}$")
 
 
 def webhook_faults(hook):
