@@ -56,10 +56,11 @@
    exports (a `metahooks serve` started here, its /metrics linted by `promtool check metrics`);
    that the PrometheusRule's groups pass `promtool check rules` and the cases of
    scripts/alerts-test.yaml (`promtool test rules`), which test every alert; and that on Debian's
-   Prometheus scraping that server, after requests that set off what its state can (a 400, a 429,
-   a 503 after 1.1 s, a frozen sync, connections past --max-connections, a certificate that ends
-   in 10 days), exactly the alerts that watch for those fire, and MetahooksDown once it has
-   stopped (each alert's expression, without its `for`). The Grafana dashboard
+   Prometheus scraping that server, after requests that set off what its state can (a 400, a 429
+   and a 503 after 1.1 s, each on a sync route and on an admission route, frozen syncs of two
+   controllers, connections past --max-connections, a certificate that ends in 10 days), exactly
+   the alerts that watch for those fire, on each route and condition, and MetahooksDown once it
+   has stopped (each alert's expression, without its `for`). The Grafana dashboard
    (manifests/monitoring/dashboard.json, imported) is read through Grafana's dashboard schema
    (grafana-foundation-sdk's models, generated from it), which must keep every field and value as
    written, and is held to what the alerts are held to: each panel's and variable's query, its
@@ -989,14 +990,19 @@ def free_port():
 
 
 # What the server that check 12 starts is run with, so that a few requests set off every alert
-# that the server's state can: one request in flight at a time (a second one is shed, 429), a
-# request that must end within 1.1 s (a slower one is answered 503, and its time is over the 1 s
-# of MetahooksSlow), five connections at a time (more are refused) and an HTTPS certificate that
-# ends in 10 days (MetahooksCertificateExpiry's warning, not yet its critical).
-CHECK_12_SERVE_FLAGS = ["--max-in-flight=1", "--request-timeout=1100ms", "--max-connections=5"]
+# that the server's state can: one sync and one admission request in flight at a time (a second
+# one of either is shed, 429), a request that must end within 1.1 s (a slower one is answered 503,
+# and its time is over the 1 s of MetahooksSlow), five connections at a time (more are refused)
+# and an HTTPS certificate that ends in 10 days (MetahooksCertificateExpiry's warning, not yet its
+# critical).
+CHECK_12_SERVE_FLAGS = ["--max-in-flight=1", "--max-in-flight-admission=1", "--request-timeout=1100ms",
+                        "--max-connections=5"]
 CHECK_12_CERTIFICATE_DAYS = 10
-# The route that check 12's server is sent its syncs and refusals on.
-SYNC = "/delete-graph/sync"
+# The routes that check 12's server is sent its requests on: its refusals, shed and late answers
+# on a sync route and on an admission route alike, and a frozen sync from two controllers, whose
+# False conditions differ. An alert tied to one route, one kind of route or one condition then
+# stays quiet on the other, and is caught.
+SYNC, REVIEW, OTHER_SYNC = "/delete-graph/sync", "/delete-graph/validate", "/cert-rotation/sync"
 
 
 def post(url, body):
@@ -1017,37 +1023,47 @@ class Served:
         self.base = f"http://127.0.0.1:{http}"
 
     def traffic(self):
-        """What the metrics, the alerts and the dashboard show: a sync, a sync that freezes its
-        set (a False condition), a request it refuses (400), a request over HTTPS (a handshake),
-        a sync whose body never ends (503 after --request-timeout) while another is shed (429),
-        and connections past --max-connections. Fails the check where the server answers
-        otherwise, as each is what an alert or a panel is checked to show."""
-        sync = f"{self.base}{SYNC}"
+        """What the metrics, the alerts and the dashboard show: a sync, syncs of two controllers
+        that freeze their objects (False conditions), a sync and a review it refuses (400), a
+        request over HTTPS (a handshake), a sync and a review whose bodies never end (503 after
+        --request-timeout) while another of each is shed (429), and connections past
+        --max-connections. Fails the check where the server answers otherwise, as each is what an
+        alert or a panel is checked to show."""
+        syncs = ((SYNC, "sync-chain-database-running"), (SYNC, "sync-invalid-spec-freezes"),
+                 (OTHER_SYNC, "sync-invalid-spec-freezes"))
         statuses = {}
-        for fixture in ("sync-chain-database-running", "sync-invalid-spec-freezes"):
-            with open(os.path.join(FIXTURES, SYNC.split("/")[1], f"{fixture}.request.json"), "rb") as f:
-                statuses[fixture] = post(sync, f.read())
-        statuses["{}"] = post(sync, b"{}")
+        for route, fixture in syncs:
+            with open(os.path.join(FIXTURES, route.split("/")[1], f"{fixture}.request.json"), "rb") as f:
+                statuses[f"{route} {fixture}"] = post(self.base + route, f.read())
+        for route in (SYNC, REVIEW):
+            statuses[f"{route} {{}}"] = post(self.base + route, b"{}")
         with urllib.request.urlopen(f"https://127.0.0.1:{self.https}/readyz", timeout=5,
                                     context=ssl._create_unverified_context()) as answer:
             statuses["HTTPS /readyz"] = answer.status
         for _ in range(20):
-            with socket.create_connection(("127.0.0.1", self.http), timeout=5) as stalled:
-                stalled.sendall(f"POST {SYNC} HTTP/1.1\r\nHost: metahooks\r\nContent-Type: application/json\r\n"
-                                "Content-Length: 100\r\n\r\n{".encode())
+            with contextlib.ExitStack() as stack:
+                stalled = {route: stack.enter_context(socket.create_connection(("127.0.0.1", self.http), timeout=5))
+                           for route in (SYNC, REVIEW)}
+                for route, connection in stalled.items():
+                    connection.sendall(f"POST {route} HTTP/1.1\r\nHost: metahooks\r\nContent-Type: application/json"
+                                       "\r\nContent-Length: 100\r\n\r\n{".encode())
                 time.sleep(0.1)
-                statuses["a sync beside it"] = post(sync, b"{}")
-                if statuses["a sync beside it"] == 429:  # shed: the stalled one holds the only place
-                    statuses["a sync whose body never ends"] = int(stalled.recv(64).split()[1])
+                beside = {route: post(self.base + route, b"{}") for route in stalled}
+                if all(status == 429 for status in beside.values()):  # shed: each stalled one holds the only place
+                    for route, connection in stalled.items():
+                        statuses[f"a {route} request beside it"] = beside[route]
+                        statuses[f"a {route} request whose body never ends"] = int(connection.recv(64).split()[1])
                     break
-            # Else the other one came first, and the stalled one is shed or given up: again.
+            # Else another came first, and a stalled one was shed or given up: again.
         crowd = [socket.create_connection(("127.0.0.1", self.http), timeout=5) for _ in range(8)]
         time.sleep(0.2)
         for connection in crowd:
             connection.close()
         self.answering()  # the crowd's places given back
-        expected = {"sync-chain-database-running": 200, "sync-invalid-spec-freezes": 200, "{}": 400,
-                    "HTTPS /readyz": 200, "a sync beside it": 429, "a sync whose body never ends": 503}
+        expected = {"HTTPS /readyz": 200, **{f"{route} {fixture}": 200 for route, fixture in syncs}}
+        for route in (SYNC, REVIEW):
+            expected |= {f"{route} {{}}": 400, f"a {route} request beside it": 429,
+                         f"a {route} request whose body never ends": 503}
         for request, status in expected.items():
             if statuses.get(request) != status:
                 fail(f"{BINARY} serve {' '.join(CHECK_12_SERVE_FLAGS)}",
@@ -1404,13 +1420,17 @@ def live_answers(queries, alerts, job, served):
 # every other alert must stay quiet. Once the server has stopped, the one that says so must fire.
 # Alerts are run as their expressions, without their `for`.
 FIRING_WHILE_SERVING = {
-    ("MetahooksRequestsFailing", "warning"): ("a 400", [{"route": SYNC, "status": "400"}]),
-    ("MetahooksOverloaded", "warning"): ("a 429 and a 503", [{"route": SYNC, "status": "429"},
-                                                            {"route": SYNC, "status": "503"}]),
+    ("MetahooksRequestsFailing", "warning"): (
+        "a 400 on a sync and on a review", [{"route": route, "status": "400"} for route in (SYNC, REVIEW)]),
+    ("MetahooksOverloaded", "warning"): (
+        "a 429 and a 503 on a sync and on a review",
+        [{"route": route, "status": status} for route in (SYNC, REVIEW) for status in ("429", "503")]),
     ("MetahooksConnectionsRefused", "warning"): ("connections past --max-connections", [{}]),
-    ("MetahooksSlow", "warning"): ("a sync answered after 1.1 s (503)", [{"route": SYNC}]),
+    ("MetahooksSlow", "warning"): ("a sync and a review answered after 1.1 s (503)",
+                                   [{"route": SYNC}, {"route": REVIEW}]),
     ("MetahooksSyncConditionFalse", "warning"): (
-        "a frozen sync", [{"route": SYNC, "condition": "Valid", "reason": "InvalidSpec"}]),
+        "frozen syncs of two controllers", [{"route": SYNC, "condition": "Valid", "reason": "InvalidSpec"},
+                                            {"route": OTHER_SYNC, "condition": "Ready", "reason": "InvalidSpec"}]),
     ("MetahooksCertificateExpiry", "warning"): (f"a certificate that ends in {CHECK_12_CERTIFICATE_DAYS} days", [{}]),
 }
 FIRING_ONCE_STOPPED = {("MetahooksDown", "critical"): ("no replica answering a scrape", [{}])}
