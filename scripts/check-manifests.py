@@ -999,10 +999,11 @@ CHECK_12_SERVE_FLAGS = ["--max-in-flight=1", "--max-in-flight-admission=1", "--r
                         "--max-connections=5"]
 CHECK_12_CERTIFICATE_DAYS = 10
 # The routes that check 12's server is sent its requests on: its refusals, shed and late answers
-# on a sync route and on an admission route alike, and a frozen sync from two controllers, whose
-# False conditions differ. An alert tied to one route, one kind of route or one condition then
-# stays quiet on the other, and is caught.
+# on a sync route and on an admission route alike (REFUSING), and frozen syncs of two controllers,
+# whose False conditions differ. An alert tied to one route, one kind of route or one condition
+# then stays quiet on the other, and is caught.
 SYNC, REVIEW, OTHER_SYNC = "/delete-graph/sync", "/delete-graph/validate", "/cert-rotation/sync"
+REFUSING = (SYNC, REVIEW)
 
 
 def post(url, body):
@@ -1035,7 +1036,7 @@ class Served:
         for route, fixture in syncs:
             with open(os.path.join(FIXTURES, route.split("/")[1], f"{fixture}.request.json"), "rb") as f:
                 statuses[f"{route} {fixture}"] = post(self.base + route, f.read())
-        for route in (SYNC, REVIEW):
+        for route in REFUSING:
             statuses[f"{route} {{}}"] = post(self.base + route, b"{}")
         with urllib.request.urlopen(f"https://127.0.0.1:{self.https}/readyz", timeout=5,
                                     context=ssl._create_unverified_context()) as answer:
@@ -1043,7 +1044,7 @@ class Served:
         for _ in range(20):
             with contextlib.ExitStack() as stack:
                 stalled = {route: stack.enter_context(socket.create_connection(("127.0.0.1", self.http), timeout=5))
-                           for route in (SYNC, REVIEW)}
+                           for route in REFUSING}
                 for route, connection in stalled.items():
                     connection.sendall(f"POST {route} HTTP/1.1\r\nHost: metahooks\r\nContent-Type: application/json"
                                        "\r\nContent-Length: 100\r\n\r\n{".encode())
@@ -1061,7 +1062,7 @@ class Served:
             connection.close()
         self.answering()  # the crowd's places given back
         expected = {"HTTPS /readyz": 200, **{f"{route} {fixture}": 200 for route, fixture in syncs}}
-        for route in (SYNC, REVIEW):
+        for route in REFUSING:
             expected |= {f"{route} {{}}": 400, f"a {route} request beside it": 429,
                          f"a {route} request whose body never ends": 503}
         for request, status in expected.items():
@@ -1421,13 +1422,13 @@ def live_answers(queries, alerts, job, served):
 # Alerts are run as their expressions, without their `for`.
 FIRING_WHILE_SERVING = {
     ("MetahooksRequestsFailing", "warning"): (
-        "a 400 on a sync and on a review", [{"route": route, "status": "400"} for route in (SYNC, REVIEW)]),
+        "a 400 on a sync and on a review", [{"route": route, "status": "400"} for route in REFUSING]),
     ("MetahooksOverloaded", "warning"): (
         "a 429 and a 503 on a sync and on a review",
-        [{"route": route, "status": status} for route in (SYNC, REVIEW) for status in ("429", "503")]),
+        [{"route": route, "status": status} for route in REFUSING for status in ("429", "503")]),
     ("MetahooksConnectionsRefused", "warning"): ("connections past --max-connections", [{}]),
     ("MetahooksSlow", "warning"): ("a sync and a review answered after 1.1 s (503)",
-                                   [{"route": SYNC}, {"route": REVIEW}]),
+                                   [{"route": route} for route in REFUSING]),
     ("MetahooksSyncConditionFalse", "warning"): (
         "frozen syncs of two controllers", [{"route": SYNC, "condition": "Valid", "reason": "InvalidSpec"},
                                             {"route": OTHER_SYNC, "condition": "Ready", "reason": "InvalidSpec"}]),
