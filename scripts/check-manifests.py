@@ -1030,17 +1030,17 @@ class Served:
         --request-timeout) while another of each is shed (429), and connections past
         --max-connections. Fails the check where the server answers otherwise, as each is what an
         alert or a panel is checked to show."""
-        syncs = ((SYNC, "sync-chain-database-running"), (SYNC, "sync-invalid-spec-freezes"),
-                 (OTHER_SYNC, "sync-invalid-spec-freezes"))
-        statuses = {}
-        for route, fixture in syncs:
+        answers = []  # (what was sent, the status it got, the status check 12 needs)
+        for route, fixture in ((SYNC, "sync-chain-database-running"), (SYNC, "sync-invalid-spec-freezes"),
+                               (OTHER_SYNC, "sync-invalid-spec-freezes")):
             with open(os.path.join(FIXTURES, route.split("/")[1], f"{fixture}.request.json"), "rb") as f:
-                statuses[f"{route} {fixture}"] = post(self.base + route, f.read())
+                answers.append((f"{route} {fixture}", post(self.base + route, f.read()), 200))
         for route in REFUSING:
-            statuses[f"{route} {{}}"] = post(self.base + route, b"{}")
+            answers.append((f"{route} {{}}", post(self.base + route, b"{}"), 400))
         with urllib.request.urlopen(f"https://127.0.0.1:{self.https}/readyz", timeout=5,
                                     context=ssl._create_unverified_context()) as answer:
-            statuses["HTTPS /readyz"] = answer.status
+            answers.append(("HTTPS /readyz", answer.status, 200))
+        late = {}
         for _ in range(20):
             with contextlib.ExitStack() as stack:
                 stalled = {route: stack.enter_context(socket.create_connection(("127.0.0.1", self.http), timeout=5))
@@ -1051,24 +1051,21 @@ class Served:
                 time.sleep(0.1)
                 beside = {route: post(self.base + route, b"{}") for route in stalled}
                 if all(status == 429 for status in beside.values()):  # shed: each stalled one holds the only place
-                    for route, connection in stalled.items():
-                        statuses[f"a {route} request beside it"] = beside[route]
-                        statuses[f"a {route} request whose body never ends"] = int(connection.recv(64).split()[1])
+                    late = {route: int(connection.recv(64).split()[1]) for route, connection in stalled.items()}
                     break
             # Else another came first, and a stalled one was shed or given up: again.
+        for route in REFUSING:
+            answers += [(f"a {route} request beside it", beside[route], 429),
+                        (f"a {route} request whose body never ends", late.get(route), 503)]
         crowd = [socket.create_connection(("127.0.0.1", self.http), timeout=5) for _ in range(8)]
         time.sleep(0.2)
         for connection in crowd:
             connection.close()
         self.answering()  # the crowd's places given back
-        expected = {"HTTPS /readyz": 200, **{f"{route} {fixture}": 200 for route, fixture in syncs}}
-        for route in REFUSING:
-            expected |= {f"{route} {{}}": 400, f"a {route} request beside it": 429,
-                         f"a {route} request whose body never ends": 503}
-        for request, status in expected.items():
-            if statuses.get(request) != status:
+        for request, status, needed in answers:
+            if status != needed:
                 fail(f"{BINARY} serve {' '.join(CHECK_12_SERVE_FLAGS)}",
-                     f"answered {request} with {statuses.get(request, 'nothing')}, where check 12 needs {status}")
+                     f"answered {request} with {status or 'nothing'}, where check 12 needs {needed}")
 
     def answering(self):
         """Waits (up to 10 s) until the server answers a new connection."""
