@@ -4,7 +4,7 @@
 
 use crate::auth::BearerTokens;
 use crate::error::{ApiError, Overload};
-use crate::telemetry::Metrics;
+use crate::telemetry::{Held, InFlight, Metrics};
 use axum_core::body::Body;
 use axum_core::extract::Request;
 use axum_core::response::{IntoResponse, Response};
@@ -98,6 +98,34 @@ impl AppState {
             stopping: AtomicBool::new(false),
             memo: Memo::default(),
         })
+    }
+}
+
+impl AppState {
+    /// What the requests in flight hold of each load-shedding bound now, for `/metrics`.
+    fn in_flight(&self) -> InFlight {
+        let held = |places: &Semaphore, limit: usize| {
+            let limit = limit as u64;
+            Held {
+                taken: limit.saturating_sub(places.available_permits() as u64),
+                limit,
+            }
+        };
+        let kib_held = held(
+            &self.body_budget,
+            kib(self.limits.max_in_flight_bytes) as usize,
+        );
+        InFlight {
+            metacontroller: held(&self.in_flight, self.limits.max_in_flight.get()),
+            admission: held(
+                &self.admission_in_flight,
+                self.limits.max_in_flight_admission.get(),
+            ),
+            body_bytes: Held {
+                taken: kib_held.taken * 1024,
+                limit: kib_held.limit * 1024,
+            },
+        }
     }
 }
 
@@ -274,7 +302,7 @@ fn readyz(state: &AppState) -> Response {
 }
 
 fn metrics(state: &AppState) -> Response {
-    let mut response = state.metrics.render().into_response();
+    let mut response = state.metrics.render(&state.in_flight()).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4"),

@@ -1,7 +1,8 @@
 //! Logs (tracing, JSON or pretty) and the Prometheus metrics of `/metrics`: the version running, a
 //! request counter and a latency histogram per route and status, the sync answers by the
-//! condition they give their object, the connections open and those refused, the TLS handshakes by
-//! version and key exchange group, and when the HTTPS listener's certificate expires.
+//! condition they give their object, what the load-shedding bounds hold and their limits, the
+//! connections open and those refused, the TLS handshakes by version and key exchange group, and
+//! when the HTTPS listener's certificate expires.
 //! Kept dependency-free and cheap: a short lock per request (two for a sync answer) and per TLS
 //! handshake, rendering only when scraped.
 
@@ -29,6 +30,25 @@ struct Series {
 
 /// A hook id, a condition type, its status and its reason.
 type ConditionKey = (&'static str, &'static str, bool, &'static str);
+
+/// One load-shedding bound at a scrape: what the requests in flight hold of it, and its limit.
+#[derive(Clone, Copy)]
+pub struct Held {
+    pub taken: u64,
+    pub limit: u64,
+}
+
+/// What the load-shedding bounds hold at a scrape (see `crate::routes`).
+#[derive(Clone, Copy)]
+pub struct InFlight {
+    /// Metacontroller's requests, of `--max-in-flight`.
+    pub metacontroller: Held,
+    /// Admission requests, of `--max-in-flight-admission`.
+    pub admission: Held,
+    /// The bytes Metacontroller's request bodies hold, of `--max-in-flight-bytes` (both in whole
+    /// KiB, as the budget is kept).
+    pub body_bytes: Held,
+}
 
 #[derive(Default)]
 pub struct Metrics {
@@ -83,8 +103,8 @@ impl Metrics {
         *conditions.entry(key).or_default() += 1;
     }
 
-    /// The Prometheus text exposition (version 0.0.4).
-    pub fn render(&self) -> String {
+    /// The Prometheus text exposition (version 0.0.4), with `in_flight` read at the scrape.
+    pub fn render(&self, in_flight: &InFlight) -> String {
         let series = self.series.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = String::with_capacity(512 + series.len() * 1200);
         // The version of each replica, so that a rollout can be followed (and joined on `job`,
@@ -149,6 +169,7 @@ impl Metrics {
             );
         }
         drop(conditions);
+        render_in_flight(&mut out, in_flight);
         out.push_str("# HELP metahooks_connections Connections open.\n");
         out.push_str("# TYPE metahooks_connections gauge\n");
         let open = self.connections_open.load(Ordering::Relaxed);
@@ -189,6 +210,56 @@ impl Metrics {
         }
         out
     }
+}
+
+/// The gauges of the load-shedding bounds: a dashboard sets each beside its limit, to see how near
+/// the server is to answering 429 before it does.
+fn render_in_flight(out: &mut String, in_flight: &InFlight) {
+    out.push_str(
+        "# HELP metahooks_requests_in_flight Requests being answered, by the bound that holds them: metacontroller (--max-in-flight) or admission (--max-in-flight-admission).\n",
+    );
+    out.push_str("# TYPE metahooks_requests_in_flight gauge\n");
+    let classes = [
+        ("metacontroller", in_flight.metacontroller),
+        ("admission", in_flight.admission),
+    ];
+    for (class, held) in classes {
+        let _ = writeln!(
+            out,
+            "metahooks_requests_in_flight{{class=\"{class}\"}} {}",
+            held.taken
+        );
+    }
+    out.push_str(
+        "# HELP metahooks_requests_in_flight_limit The bound on requests in flight, by class; one more is answered 429.\n",
+    );
+    out.push_str("# TYPE metahooks_requests_in_flight_limit gauge\n");
+    for (class, held) in classes {
+        let _ = writeln!(
+            out,
+            "metahooks_requests_in_flight_limit{{class=\"{class}\"}} {}",
+            held.limit
+        );
+    }
+    out.push_str(
+        "# HELP metahooks_request_body_bytes_in_flight Bytes of --max-in-flight-bytes that Metacontroller's requests in flight hold: each its Content-Length in whole KiB, or the body limit without one, and at most all of it.\n",
+    );
+    out.push_str("# TYPE metahooks_request_body_bytes_in_flight gauge\n");
+    let bytes = in_flight.body_bytes;
+    let _ = writeln!(
+        out,
+        "metahooks_request_body_bytes_in_flight {}",
+        bytes.taken
+    );
+    out.push_str(
+        "# HELP metahooks_request_body_bytes_in_flight_limit The bound on request body bytes in flight (--max-in-flight-bytes, in whole KiB).\n",
+    );
+    out.push_str("# TYPE metahooks_request_body_bytes_in_flight_limit gauge\n");
+    let _ = writeln!(
+        out,
+        "metahooks_request_body_bytes_in_flight_limit {}",
+        bytes.limit
+    );
 }
 
 /// How logs are written.
@@ -232,6 +303,22 @@ where
 mod tests {
     use super::*;
 
+    /// The bounds' defaults, nothing in flight.
+    const IDLE: InFlight = InFlight {
+        metacontroller: Held {
+            taken: 0,
+            limit: 256,
+        },
+        admission: Held {
+            taken: 0,
+            limit: 256,
+        },
+        body_bytes: Held {
+            taken: 0,
+            limit: 128 << 20,
+        },
+    };
+
     /// The whole exposition of one series, with durations whose sum is exact in binary, after the
     /// version line.
     #[test]
@@ -271,13 +358,27 @@ mod tests {
         want += &bucket("+Inf", 3);
         want += "metahooks_request_duration_seconds_sum{route=\"/a\",status=\"200\"} 8.75\n\
                  metahooks_request_duration_seconds_count{route=\"/a\",status=\"200\"} 3\n\
+                 # HELP metahooks_requests_in_flight Requests being answered, by the bound that holds them: metacontroller (--max-in-flight) or admission (--max-in-flight-admission).\n\
+                 # TYPE metahooks_requests_in_flight gauge\n\
+                 metahooks_requests_in_flight{class=\"metacontroller\"} 0\n\
+                 metahooks_requests_in_flight{class=\"admission\"} 0\n\
+                 # HELP metahooks_requests_in_flight_limit The bound on requests in flight, by class; one more is answered 429.\n\
+                 # TYPE metahooks_requests_in_flight_limit gauge\n\
+                 metahooks_requests_in_flight_limit{class=\"metacontroller\"} 256\n\
+                 metahooks_requests_in_flight_limit{class=\"admission\"} 256\n\
+                 # HELP metahooks_request_body_bytes_in_flight Bytes of --max-in-flight-bytes that Metacontroller's requests in flight hold: each its Content-Length in whole KiB, or the body limit without one, and at most all of it.\n\
+                 # TYPE metahooks_request_body_bytes_in_flight gauge\n\
+                 metahooks_request_body_bytes_in_flight 0\n\
+                 # HELP metahooks_request_body_bytes_in_flight_limit The bound on request body bytes in flight (--max-in-flight-bytes, in whole KiB).\n\
+                 # TYPE metahooks_request_body_bytes_in_flight_limit gauge\n\
+                 metahooks_request_body_bytes_in_flight_limit 134217728\n\
                  # HELP metahooks_connections Connections open.\n\
                  # TYPE metahooks_connections gauge\n\
                  metahooks_connections 0\n\
                  # HELP metahooks_connections_refused_total Connections closed as soon as accepted, because --max-connections were open.\n\
                  # TYPE metahooks_connections_refused_total counter\n\
                  metahooks_connections_refused_total 0\n";
-        assert_eq!(m.render(), want);
+        assert_eq!(m.render(&IDLE), want);
     }
 
     #[test]
@@ -286,7 +387,7 @@ mod tests {
         m.observe("/a", 200, Duration::from_micros(100));
         m.observe("/a", 200, Duration::from_millis(30));
         m.observe("/a", 400, Duration::from_secs(9));
-        let text = m.render();
+        let text = m.render(&IDLE);
         assert!(text.contains("metahooks_requests_total{route=\"/a\",status=\"200\"} 2"));
         assert!(text.contains(
             "metahooks_request_duration_seconds_bucket{route=\"/a\",status=\"200\",le=\"0.0005\"} 1"
@@ -305,7 +406,7 @@ mod tests {
         ));
         // Past every finite bound: only in +Inf.
         m.observe("/a", 503, Duration::from_secs(11));
-        let text = m.render();
+        let text = m.render(&IDLE);
         assert!(text.contains(
             "metahooks_request_duration_seconds_bucket{route=\"/a\",status=\"503\",le=\"10\"} 0"
         ));
@@ -315,11 +416,11 @@ mod tests {
     }
 
     /// Sync conditions are counted per route, condition, status and reason, with their HELP and
-    /// TYPE once there is one, after the request series.
+    /// TYPE once there is one, after the request series and before the bounds' gauges.
     #[test]
     fn sync_conditions_are_counted_by_route_condition_status_and_reason() {
         let m = Metrics::default();
-        assert!(!m.render().contains("metahooks_sync_conditions_total"));
+        assert!(!m.render(&IDLE).contains("metahooks_sync_conditions_total"));
         let frozen = SyncCondition {
             type_: "Ready",
             status: false,
@@ -339,19 +440,19 @@ mod tests {
                     # TYPE metahooks_sync_conditions_total counter\n\
                     metahooks_sync_conditions_total{route=\"/cert-rotation/sync\",condition=\"Ready\",status=\"False\",reason=\"CAUnavailable\"} 2\n\
                     metahooks_sync_conditions_total{route=\"/delete-graph/sync\",condition=\"Valid\",status=\"True\",reason=\"Valid\"} 1\n\
-                    # HELP metahooks_connections Connections open.\n";
-        assert!(m.render().contains(want), "{}", m.render());
+                    # HELP metahooks_requests_in_flight Requests being answered";
+        assert!(m.render(&IDLE).contains(want), "{}", m.render(&IDLE));
     }
 
     /// The certificate's expiry is a gauge with its HELP and TYPE, written once it is set.
     #[test]
     fn certificate_expiry_is_a_gauge_once_set() {
         let m = Metrics::default();
-        assert!(!m.render().contains("expiry"));
+        assert!(!m.render(&IDLE).contains("expiry"));
         m.certificate_expiry.store(1_797_154_715, Ordering::Relaxed);
         let want = "# HELP metahooks_certificate_expiry_timestamp_seconds When the HTTPS listener's certificate in service expires (Unix time).\n\
                     # TYPE metahooks_certificate_expiry_timestamp_seconds gauge\n\
                     metahooks_certificate_expiry_timestamp_seconds 1797154715\n";
-        assert!(m.render().ends_with(want), "{}", m.render());
+        assert!(m.render(&IDLE).ends_with(want), "{}", m.render(&IDLE));
     }
 }

@@ -271,12 +271,32 @@ fn held_in_flight_on(server: &TestServer, path: &str, body: &[u8]) -> std::net::
     slow
 }
 
+/// What `/metrics` says the requests in flight hold of the bound of `class`, and its limit.
+fn in_flight(server: &TestServer, class: &str) -> (u64, u64) {
+    let series = |name: &str| format!("{name}{{class=\"{class}\"}}");
+    let taken = common::metric(server, &series("metahooks_requests_in_flight"));
+    let limit = common::metric(server, &series("metahooks_requests_in_flight_limit"));
+    (taken.expect("in flight"), limit.expect("its limit"))
+}
+
+/// What `/metrics` says Metacontroller's request bodies in flight hold, and the budget.
+fn body_bytes_in_flight(server: &TestServer) -> (u64, u64) {
+    let taken = common::metric(server, "metahooks_request_body_bytes_in_flight");
+    let limit = common::metric(server, "metahooks_request_body_bytes_in_flight_limit");
+    (taken.expect("bytes in flight"), limit.expect("the budget"))
+}
+
+/// Past `--max-in-flight`, a Metacontroller request is a 429 with Retry-After, and `/metrics`
+/// shows the bound full before it sheds.
 #[test]
 fn overload_is_429_with_retry_after() {
     let server = TestServer::start(&["--max-in-flight", "1", "--retry-after", "3"]);
     let body = fixture_body();
+    assert_eq!(in_flight(&server, "metacontroller"), (0, 1));
     // The first request holds the only slot while its body trickles in.
     let mut slow = held_in_flight(&server, &body);
+    assert_eq!(in_flight(&server, "metacontroller"), (1, 1));
+    assert_eq!(in_flight(&server, "admission"), (0, 256));
     let shed = post(&server, HOOK, &body);
     assert_eq!(shed.status, 429);
     assert_eq!(shed.header("retry-after"), Some("3"));
@@ -289,6 +309,7 @@ fn overload_is_429_with_retry_after() {
     slow.write_all(&body[10..]).unwrap();
     assert_eq!(read_reply(&mut slow).status, 200);
     // And the slot is free again.
+    assert_eq!(in_flight(&server, "metacontroller"), (0, 1));
     assert_eq!(post(&server, HOOK, &body).status, 200);
 }
 
@@ -299,6 +320,8 @@ fn admission_overload_is_429_and_leaves_metacontroller_alone() {
     let server = TestServer::start(&["--max-in-flight-admission", "1", "--max-in-flight", "1"]);
     let review = admission_review();
     let mut slow = held_in_flight_on(&server, ADMISSION, &review);
+    assert_eq!(in_flight(&server, "admission"), (1, 1));
+    assert_eq!(in_flight(&server, "metacontroller"), (0, 1));
     let shed = post(&server, ADMISSION, &review);
     assert_eq!(shed.status, 429);
     let error = shed.json()["error"].as_str().unwrap().to_owned();
@@ -306,19 +329,24 @@ fn admission_overload_is_429_and_leaves_metacontroller_alone() {
     assert_eq!(post(&server, HOOK, &fixture_body()).status, 200);
     slow.write_all(&review[10..]).unwrap();
     assert_eq!(read_reply(&mut slow).status, 200);
+    assert_eq!(in_flight(&server, "admission"), (0, 1));
     assert_eq!(post(&server, ADMISSION, &review).status, 200);
 }
 
 /// Hook bodies in flight are held to `--max-in-flight-bytes` (here 6 KiB; the body is about 4
 /// KiB, so one fits and two do not): a request whose Content-Length does not fit beside those in
 /// flight is a 429 with Retry-After, one that fits is taken, one larger than the whole budget
-/// runs alone, and admission requests are not counted.
+/// runs alone, and admission requests are not counted; `/metrics` shows the share held, in whole
+/// KiB.
 #[test]
 fn request_bytes_over_the_budget_are_429_with_retry_after() {
     let server = TestServer::start(&["--max-in-flight-bytes", "6KiB", "--retry-after", "2"]);
     let (body, budget) = (fixture_body(), 6 * 1024);
     assert!(body.len() <= budget && 2 * body.len() > budget && body.len() > 2048);
+    assert_eq!(body_bytes_in_flight(&server), (0, budget as u64));
     let mut slow = held_in_flight(&server, &body);
+    let share = body.len().div_ceil(1024) as u64 * 1024;
+    assert_eq!(body_bytes_in_flight(&server), (share, budget as u64));
     let shed = post(&server, HOOK, &body);
     assert_eq!(shed.status, 429);
     assert_eq!(shed.header("retry-after"), Some("2"));
@@ -334,6 +362,7 @@ fn request_bytes_over_the_budget_are_429_with_retry_after() {
     slow.write_all(&body[10..]).unwrap();
     assert_eq!(read_reply(&mut slow).status, 200);
     // The held share is given back.
+    assert_eq!(body_bytes_in_flight(&server), (0, budget as u64));
     assert_eq!(post(&server, HOOK, &body).status, 200);
 
     let small = TestServer::start(&["--max-in-flight-bytes", "2KiB"]);

@@ -211,11 +211,7 @@ fn write_ending(dir: &std::path::Path, version: &str, not_after: OffsetDateTime)
 
 /// The gauge of `/metrics` that says when the certificate in service expires, in Unix seconds.
 fn expiry_in_metrics(server: &TestServer) -> Option<i64> {
-    let text = String::from_utf8(common::get(server, "/metrics").body).unwrap();
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("metahooks_certificate_expiry_timestamp_seconds "))?;
-    Some(line.rsplit(' ').next().unwrap().parse().unwrap())
+    common::metric(server, "metahooks_certificate_expiry_timestamp_seconds")
 }
 
 /// `/metrics` says when the certificate in service expires, at start and after a reload, so that

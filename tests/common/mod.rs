@@ -185,6 +185,19 @@ pub fn get(server: &TestServer, path: &str) -> Reply {
     )
 }
 
+/// The value of one series of `/metrics`, named with its labels as the exposition spells them
+/// (`metahooks_connections`, `metahooks_requests_in_flight{class="admission"}`), if it is there.
+pub fn metric<T: std::str::FromStr>(server: &TestServer, series: &str) -> Option<T> {
+    let text = String::from_utf8(get(server, "/metrics").body).unwrap();
+    let value = text
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))?;
+    match value.parse() {
+        Ok(value) => Some(value),
+        Err(_) => panic!("{series} is not a number: {value}"),
+    }
+}
+
 /// Reads a response of a `Connection: close` exchange (Content-Length or read to end).
 pub fn read_reply(s: &mut impl Read) -> Reply {
     let mut buf = Vec::new();
