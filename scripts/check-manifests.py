@@ -56,9 +56,9 @@
    exports (a `metahooks serve` started here, its /metrics linted by `promtool check metrics`);
    that the PrometheusRule's groups pass `promtool check rules` and the cases of
    scripts/alerts-test.yaml (`promtool test rules`), which test every alert; and that on Debian's
-   Prometheus scraping that server, after requests that set off what its state can (a 400, a 429
-   and a 503 after 1.1 s, each on a sync route and on an admission route, frozen syncs of two
-   controllers, connections past --max-connections, a certificate that ends in 10 days), exactly
+   Prometheus scraping that server, after requests that set off what its state can (a 400 and a
+   429 on every route, a 503 after 1.1 s on a sync route and on an admission route, frozen syncs of
+   two controllers, connections past --max-connections, a certificate that ends in 10 days), exactly
    the alerts that watch for those fire, on each route and condition, and MetahooksDown once it
    has stopped (each alert's expression, without its `for`). The Grafana dashboard
    (manifests/monitoring/dashboard.json, imported) is read through Grafana's dashboard schema
@@ -998,10 +998,11 @@ def free_port():
 CHECK_12_SERVE_FLAGS = ["--max-in-flight=1", "--max-in-flight-admission=1", "--request-timeout=1100ms",
                         "--max-connections=5"]
 CHECK_12_CERTIFICATE_DAYS = 10
-# The routes that check 12's server is sent its requests on: its refusals, shed and late answers
-# on a sync route and on an admission route alike (REFUSING), and frozen syncs of two controllers,
-# whose False conditions differ. An alert tied to one route, one kind of route or one condition
-# then stays quiet on the other, and is caught.
+# The routes that check 12's server is sent its requests on: a refusal (400) and a shed request
+# (429) on every route `metahooks list` gives, late answers (503) on a sync route and on an
+# admission route (REFUSING: each holds its kind's one place while the others are shed), and frozen
+# syncs of two controllers, whose False conditions differ. An alert that leaves out a route, a kind
+# of route or a condition then stays quiet where it should fire, and is caught.
 SYNC, REVIEW, OTHER_SYNC = "/delete-graph/sync", "/delete-graph/validate", "/cert-rotation/sync"
 REFUSING = (SYNC, REVIEW)
 
@@ -1025,9 +1026,9 @@ class Served:
 
     def traffic(self):
         """What the metrics, the alerts and the dashboard show: a sync, syncs of two controllers
-        that freeze their objects (False conditions), a sync and a review it refuses (400), a
+        that freeze their objects (False conditions), a request it refuses (400) on every route, a
         request over HTTPS (a handshake), a sync and a review whose bodies never end (503 after
-        --request-timeout) while another of each is shed (429), and connections past
+        --request-timeout) while a request on every route is shed (429), and connections past
         --max-connections. Fails the check where the server answers otherwise, as each is what an
         alert or a panel is checked to show."""
         answers = []  # (what was sent, the status it got, the status check 12 needs)
@@ -1035,7 +1036,7 @@ class Served:
                                (OTHER_SYNC, "sync-invalid-spec-freezes")):
             with open(os.path.join(FIXTURES, route.split("/")[1], f"{fixture}.request.json"), "rb") as f:
                 answers.append((f"{route} {fixture}", post(self.base + route, f.read()), 200))
-        for route in REFUSING:
+        for route in routes:
             answers.append((f"{route} {{}}", post(self.base + route, b"{}"), 400))
         with urllib.request.urlopen(f"https://127.0.0.1:{self.https}/readyz", timeout=5,
                                     context=ssl._create_unverified_context()) as answer:
@@ -1049,14 +1050,13 @@ class Served:
                     connection.sendall(f"POST {route} HTTP/1.1\r\nHost: metahooks\r\nContent-Type: application/json"
                                        "\r\nContent-Length: 100\r\n\r\n{".encode())
                 time.sleep(0.1)
-                beside = {route: post(self.base + route, b"{}") for route in stalled}
-                if all(status == 429 for status in beside.values()):  # shed: each stalled one holds the only place
+                beside = {route: post(self.base + route, b"{}") for route in routes}
+                if all(status == 429 for status in beside.values()):  # shed: each stalled one holds its kind's only place
                     late = {route: int(connection.recv(64).split()[1]) for route, connection in stalled.items()}
                     break
             # Else another came first, and a stalled one was shed or given up: again.
-        for route in REFUSING:
-            answers += [(f"a {route} request beside it", beside[route], 429),
-                        (f"a {route} request whose body never ends", late.get(route), 503)]
+        answers += [(f"a {route} request beside a stalled one", beside[route], 429) for route in routes]
+        answers += [(f"a {route} request whose body never ends", late.get(route), 503) for route in REFUSING]
         crowd = [socket.create_connection(("127.0.0.1", self.http), timeout=5) for _ in range(8)]
         time.sleep(0.2)
         for connection in crowd:
@@ -1419,10 +1419,11 @@ def live_answers(queries, alerts, job, served):
 # Alerts are run as their expressions, without their `for`.
 FIRING_WHILE_SERVING = {
     ("MetahooksRequestsFailing", "warning"): (
-        "a 400 on a sync and on a review", [{"route": route, "status": "400"} for route in REFUSING]),
+        "a 400 on every route", [{"route": route, "status": "400"} for route in routes]),
     ("MetahooksOverloaded", "warning"): (
-        "a 429 and a 503 on a sync and on a review",
-        [{"route": route, "status": status} for route in REFUSING for status in ("429", "503")]),
+        "a 429 on every route and a 503 on a sync and on a review",
+        [{"route": route, "status": "429"} for route in routes]
+        + [{"route": route, "status": "503"} for route in REFUSING]),
     ("MetahooksConnectionsRefused", "warning"): ("connections past --max-connections", [{}]),
     ("MetahooksSlow", "warning"): ("a sync and a review answered after 1.1 s (503)",
                                    [{"route": route} for route in REFUSING]),
