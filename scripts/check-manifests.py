@@ -56,11 +56,11 @@
    exports (a `metahooks serve` started here, its /metrics linted by `promtool check metrics`);
    that the PrometheusRule's groups pass `promtool check rules` and the cases of
    scripts/alerts-test.yaml (`promtool test rules`), which test every alert; and that on Debian's
-   Prometheus scraping that server, after requests that set off what its state can (a 400 and a
-   429 on every route, a 503 after 1.1 s on a sync route and on an admission route, frozen syncs of
-   two controllers, connections past --max-connections, a certificate that ends in 10 days), exactly
-   the alerts that watch for those fire, on each route and condition, and MetahooksDown once it
-   has stopped (each alert's expression, without its `for`). The Grafana dashboard
+   Prometheus scraping that server, after requests that set off what its state can (a 400, a 429
+   and a 503 after 1.1 s on every route, frozen syncs of two controllers, connections past
+   --max-connections, a certificate that ends in 10 days), exactly the alerts that watch for those
+   fire, on each route and condition, and MetahooksDown once it has stopped (each alert's
+   expression, without its `for`). The Grafana dashboard
    (manifests/monitoring/dashboard.json, imported) is read through Grafana's dashboard schema
    (grafana-foundation-sdk's models, generated from it), which must keep every field and value as
    written, and is held to what the alerts are held to: each panel's and variable's query, its
@@ -114,6 +114,7 @@ import contextlib
 import copy
 import functools
 import glob
+import itertools
 import json
 import math
 import os
@@ -998,13 +999,11 @@ def free_port():
 CHECK_12_SERVE_FLAGS = ["--max-in-flight=1", "--max-in-flight-admission=1", "--request-timeout=1100ms",
                         "--max-connections=5"]
 CHECK_12_CERTIFICATE_DAYS = 10
-# The routes that check 12's server is sent its requests on: a refusal (400) and a shed request
-# (429) on every route `metahooks list` gives, late answers (503) on a sync route and on an
-# admission route (REFUSING: each holds its kind's one place while the others are shed), and frozen
-# syncs of two controllers, whose False conditions differ. An alert that leaves out a route, a kind
-# of route or a condition then stays quiet where it should fire, and is caught.
-SYNC, REVIEW, OTHER_SYNC = "/delete-graph/sync", "/delete-graph/validate", "/cert-rotation/sync"
-REFUSING = (SYNC, REVIEW)
+# Check 12's server is sent a refusal (400), a shed request (429) and a late answer (503) on every
+# route `metahooks list` gives, and frozen syncs of two controllers, whose False conditions differ
+# (SYNC, OTHER_SYNC). An alert that leaves out a route, a kind of route or a condition then stays
+# quiet where it should fire, and is caught.
+SYNC, OTHER_SYNC = "/delete-graph/sync", "/cert-rotation/sync"
 
 
 def post(url, body):
@@ -1027,10 +1026,11 @@ class Served:
     def traffic(self):
         """What the metrics, the alerts and the dashboard show: a sync, syncs of two controllers
         that freeze their objects (False conditions), a request it refuses (400) on every route, a
-        request over HTTPS (a handshake), a sync and a review whose bodies never end (503 after
-        --request-timeout) while a request on every route is shed (429), and connections past
-        --max-connections. Fails the check where the server answers otherwise, as each is what an
-        alert or a panel is checked to show."""
+        request over HTTPS (a handshake), on every route a request whose body never ends (503 after
+        --request-timeout, a Metacontroller route's beside an admission route's), the first two of
+        those while a request on every route is shed (429), and connections past --max-connections.
+        Fails the check where the server answers otherwise, as each is what an alert or a panel is
+        checked to show."""
         answers = []  # (what was sent, the status it got, the status check 12 needs)
         for route, fixture in ((SYNC, "sync-chain-database-running"), (SYNC, "sync-invalid-spec-freezes"),
                                (OTHER_SYNC, "sync-invalid-spec-freezes")):
@@ -1041,22 +1041,26 @@ class Served:
         with urllib.request.urlopen(f"https://127.0.0.1:{self.https}/readyz", timeout=5,
                                     context=ssl._create_unverified_context()) as answer:
             answers.append(("HTTPS /readyz", answer.status, 200))
-        late = {}
-        for _ in range(20):
-            with contextlib.ExitStack() as stack:
-                stalled = {route: stack.enter_context(socket.create_connection(("127.0.0.1", self.http), timeout=5))
-                           for route in REFUSING}
-                for route, connection in stalled.items():
-                    connection.sendall(f"POST {route} HTTP/1.1\r\nHost: metahooks\r\nContent-Type: application/json"
-                                       "\r\nContent-Length: 100\r\n\r\n{".encode())
-                time.sleep(0.1)
-                beside = {route: post(self.base + route, b"{}") for route in routes}
-                if all(status == 429 for status in beside.values()):  # shed: each stalled one holds its kind's only place
-                    late = {route: int(connection.recv(64).split()[1]) for route, connection in stalled.items()}
-                    break
-            # Else another came first, and a stalled one was shed or given up: again.
-        answers += [(f"a {route} request beside a stalled one", beside[route], 429) for route in routes]
-        answers += [(f"a {route} request whose body never ends", late.get(route), 503) for route in REFUSING]
+        late, beside = {}, {}
+        kinds = ([route for route, kind in routes.items() if "admission" not in kind],
+                 [route for route, kind in routes.items() if "admission" in kind])
+        for first, pair in zip(itertools.chain([True], itertools.repeat(False)), itertools.zip_longest(*kinds)):
+            for _ in range(20):
+                with contextlib.ExitStack() as stack:
+                    stalled = {route: stack.enter_context(socket.create_connection(("127.0.0.1", self.http), timeout=5))
+                               for route in pair if route}
+                    for route, connection in stalled.items():
+                        connection.sendall(f"POST {route} HTTP/1.1\r\nHost: metahooks\r\nContent-Type: "
+                                           "application/json\r\nContent-Length: 100\r\n\r\n{".encode())
+                    time.sleep(0.1)
+                    tried = {route: post(self.base + route, b"{}") for route in (routes if first else ())}
+                    beside.update(tried)
+                    if all(status == 429 for status in tried.values()):  # shed: each stalled one holds its kind's only place
+                        late.update({route: int(connection.recv(64).split()[1]) for route, connection in stalled.items()})
+                        break
+                # Else another came first, and a stalled one was shed or given up: again.
+        answers += [(f"a {route} request beside a stalled one", beside.get(route), 429) for route in routes]
+        answers += [(f"a {route} request whose body never ends", late.get(route), 503) for route in routes]
         crowd = [socket.create_connection(("127.0.0.1", self.http), timeout=5) for _ in range(8)]
         time.sleep(0.2)
         for connection in crowd:
@@ -1421,12 +1425,10 @@ FIRING_WHILE_SERVING = {
     ("MetahooksRequestsFailing", "warning"): (
         "a 400 on every route", [{"route": route, "status": "400"} for route in routes]),
     ("MetahooksOverloaded", "warning"): (
-        "a 429 on every route and a 503 on a sync and on a review",
-        [{"route": route, "status": "429"} for route in routes]
-        + [{"route": route, "status": "503"} for route in REFUSING]),
+        "a 429 and a 503 on every route", [{"route": route, "status": status} for route in routes for status in ("429", "503")]),
     ("MetahooksConnectionsRefused", "warning"): ("connections past --max-connections", [{}]),
-    ("MetahooksSlow", "warning"): ("a sync and a review answered after 1.1 s (503)",
-                                   [{"route": route} for route in REFUSING]),
+    ("MetahooksSlow", "warning"): ("a request on every route answered after 1.1 s (503)",
+                                   [{"route": route} for route in routes]),
     ("MetahooksSyncConditionFalse", "warning"): (
         "frozen syncs of two controllers", [{"route": SYNC, "condition": "Valid", "reason": "InvalidSpec"},
                                             {"route": OTHER_SYNC, "condition": "Ready", "reason": "InvalidSpec"}]),
