@@ -68,13 +68,15 @@ pub struct ServeConfig {
     pub idle_timeout: Duration,
 
     /// Metacontroller hook requests (sync, finalize, customize) handled at once; more are
-    /// answered 429 with Retry-After, which Metacontroller retries.
+    /// answered 429 with Retry-After, which Metacontroller retries
+    /// (metahooks_requests_in_flight{class="metacontroller"}).
     #[arg(long, env = "METAHOOKS_MAX_IN_FLIGHT", default_value = "256")]
     pub max_in_flight: NonZeroUsize,
 
     /// Admission requests handled at once, counted apart from the Metacontroller hooks' so that
     /// neither kind can take the other's places; more are answered 429, which the API server takes
-    /// as a failed call (with failurePolicy Fail, a refused write).
+    /// as a failed call, and with failurePolicy Fail as a refused write
+    /// (metahooks_requests_in_flight{class="admission"}).
     #[arg(long, env = "METAHOOKS_MAX_IN_FLIGHT_ADMISSION", default_value = "256")]
     pub max_in_flight_admission: NonZeroUsize,
 
@@ -88,7 +90,8 @@ pub struct ServeConfig {
     /// over the requests in flight (each counted at its Content-Length, or at the hook body limit
     /// when it comes in chunks, in KiB); a request that would go past it is answered 429 with
     /// Retry-After. A request larger than this still runs, alone. It keeps a burst of large
-    /// requests inside the memory the server is given. Admission requests are not counted.
+    /// requests inside the memory the server is given. Admission requests are not counted
+    /// (metahooks_request_body_bytes_in_flight).
     #[arg(long, env = "METAHOOKS_MAX_IN_FLIGHT_BYTES", default_value = "128MiB", value_parser = parse_limit)]
     pub max_in_flight_bytes: usize,
 
