@@ -4,7 +4,7 @@
 
 use crate::auth::BearerTokens;
 use crate::error::{ApiError, Overload};
-use crate::telemetry::{Held, InFlight, Metrics};
+use crate::telemetry::{Bound, InFlight, Metrics};
 use axum_core::body::Body;
 use axum_core::extract::Request;
 use axum_core::response::{IntoResponse, Response};
@@ -104,26 +104,26 @@ impl AppState {
 impl AppState {
     /// What the requests in flight hold of each load-shedding bound now, for `/metrics`.
     fn in_flight(&self) -> InFlight {
-        let held = |places: &Semaphore, limit: usize| {
+        let bound = |places: &Semaphore, limit: usize| {
             let limit = limit as u64;
-            Held {
-                taken: limit.saturating_sub(places.available_permits() as u64),
+            Bound {
+                held: limit.saturating_sub(places.available_permits() as u64),
                 limit,
             }
         };
-        let kib_held = held(
+        let budget_kib = bound(
             &self.body_budget,
             kib(self.limits.max_in_flight_bytes) as usize,
         );
         InFlight {
-            metacontroller: held(&self.in_flight, self.limits.max_in_flight.get()),
-            admission: held(
+            metacontroller: bound(&self.in_flight, self.limits.max_in_flight.get()),
+            admission: bound(
                 &self.admission_in_flight,
                 self.limits.max_in_flight_admission.get(),
             ),
-            body_bytes: Held {
-                taken: kib_held.taken * 1024,
-                limit: kib_held.limit * 1024,
+            body_bytes: Bound {
+                held: budget_kib.held * 1024,
+                limit: budget_kib.limit * 1024,
             },
         }
     }

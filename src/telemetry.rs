@@ -33,21 +33,20 @@ type ConditionKey = (&'static str, &'static str, bool, &'static str);
 
 /// One load-shedding bound at a scrape: what the requests in flight hold of it, and its limit.
 #[derive(Clone, Copy)]
-pub struct Held {
-    pub taken: u64,
+pub struct Bound {
+    pub held: u64,
     pub limit: u64,
 }
 
 /// What the load-shedding bounds hold at a scrape (see `crate::routes`).
-#[derive(Clone, Copy)]
 pub struct InFlight {
     /// Metacontroller's requests, of `--max-in-flight`.
-    pub metacontroller: Held,
+    pub metacontroller: Bound,
     /// Admission requests, of `--max-in-flight-admission`.
-    pub admission: Held,
+    pub admission: Bound,
     /// The bytes Metacontroller's request bodies hold, of `--max-in-flight-bytes` (both in whole
     /// KiB, as the budget is kept).
-    pub body_bytes: Held,
+    pub body_bytes: Bound,
 }
 
 #[derive(Default)]
@@ -223,22 +222,22 @@ fn render_in_flight(out: &mut String, in_flight: &InFlight) {
         ("metacontroller", in_flight.metacontroller),
         ("admission", in_flight.admission),
     ];
-    for (class, held) in classes {
+    for (class, bound) in classes {
         let _ = writeln!(
             out,
             "metahooks_requests_in_flight{{class=\"{class}\"}} {}",
-            held.taken
+            bound.held
         );
     }
     out.push_str(
         "# HELP metahooks_requests_in_flight_limit The bound on requests in flight, by class; one more is answered 429.\n",
     );
     out.push_str("# TYPE metahooks_requests_in_flight_limit gauge\n");
-    for (class, held) in classes {
+    for (class, bound) in classes {
         let _ = writeln!(
             out,
             "metahooks_requests_in_flight_limit{{class=\"{class}\"}} {}",
-            held.limit
+            bound.limit
         );
     }
     out.push_str(
@@ -246,11 +245,7 @@ fn render_in_flight(out: &mut String, in_flight: &InFlight) {
     );
     out.push_str("# TYPE metahooks_request_body_bytes_in_flight gauge\n");
     let bytes = in_flight.body_bytes;
-    let _ = writeln!(
-        out,
-        "metahooks_request_body_bytes_in_flight {}",
-        bytes.taken
-    );
+    let _ = writeln!(out, "metahooks_request_body_bytes_in_flight {}", bytes.held);
     out.push_str(
         "# HELP metahooks_request_body_bytes_in_flight_limit The bound on request body bytes in flight (--max-in-flight-bytes, in whole KiB).\n",
     );
@@ -305,16 +300,16 @@ mod tests {
 
     /// The bounds' defaults, nothing in flight.
     const IDLE: InFlight = InFlight {
-        metacontroller: Held {
-            taken: 0,
+        metacontroller: Bound {
+            held: 0,
             limit: 256,
         },
-        admission: Held {
-            taken: 0,
+        admission: Bound {
+            held: 0,
             limit: 256,
         },
-        body_bytes: Held {
-            taken: 0,
+        body_bytes: Bound {
+            held: 0,
             limit: 128 << 20,
         },
     };
