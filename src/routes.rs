@@ -99,9 +99,7 @@ impl AppState {
             memo: Memo::default(),
         })
     }
-}
 
-impl AppState {
     /// What the requests in flight hold of each load-shedding bound now, for `/metrics`.
     fn in_flight(&self) -> InFlight {
         let bound = |places: &Semaphore, limit: usize| {
