@@ -274,16 +274,16 @@ fn held_in_flight_on(server: &TestServer, path: &str, body: &[u8]) -> std::net::
 /// What `/metrics` says the requests in flight hold of the bound of `class`, and its limit.
 fn in_flight(server: &TestServer, class: &str) -> (u64, u64) {
     let series = |name: &str| format!("{name}{{class=\"{class}\"}}");
-    let taken = common::metric(server, &series("metahooks_requests_in_flight"));
+    let held = common::metric(server, &series("metahooks_requests_in_flight"));
     let limit = common::metric(server, &series("metahooks_requests_in_flight_limit"));
-    (taken.expect("in flight"), limit.expect("its limit"))
+    (held.expect("in flight"), limit.expect("its limit"))
 }
 
 /// What `/metrics` says Metacontroller's request bodies in flight hold, and the budget.
 fn body_bytes_in_flight(server: &TestServer) -> (u64, u64) {
-    let taken = common::metric(server, "metahooks_request_body_bytes_in_flight");
+    let held = common::metric(server, "metahooks_request_body_bytes_in_flight");
     let limit = common::metric(server, "metahooks_request_body_bytes_in_flight_limit");
-    (taken.expect("bytes in flight"), limit.expect("the budget"))
+    (held.expect("bytes in flight"), limit.expect("the budget"))
 }
 
 /// Past `--max-in-flight`, a Metacontroller request is a 429 with Retry-After, and `/metrics`
