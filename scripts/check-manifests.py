@@ -52,24 +52,22 @@
 12. Renders manifests/monitoring (opt-in, for the Prometheus Operator) and checks that its
    PodMonitor scrapes /metrics on the port of `--listen` of the metahooks Pods, under the job its
    alerts name; that the Prometheus it binds a Role to may list those Pods and reach that port
-   through the NetworkPolicy; that every metric and label its alerts read is one the server
-   exports (a `metahooks serve` started here, its /metrics linted by `promtool check metrics`);
-   that the PrometheusRule's groups pass `promtool check rules` and the cases of
-   scripts/alerts-test.yaml (`promtool test rules`), which test every alert; and that on Debian's
-   Prometheus scraping that server, after requests that set off what its state can (a 400, a 429
-   and a 503 after 1.1 s on every route, frozen syncs of two controllers, connections past
-   --max-connections, a certificate that ends in 10 days), exactly the alerts that watch for those
-   fire, on each route and condition, and MetahooksDown once it has stopped (each alert's
-   expression, without its `for`). The Grafana dashboard
-   (manifests/monitoring/dashboard.json, imported) is read through Grafana's dashboard schema
-   (grafana-foundation-sdk's models, generated from it), which must keep every field and value as
-   written, and is held to what the alerts are held to: each panel's and variable's query, its
-   variables put in as Grafana puts them, passes `promtool check rules` and reads only the job,
+   through the NetworkPolicy; that every metric and label its alerts read is one the server exports
+   (a `metahooks serve` started here, its /metrics linted by `promtool check metrics`); that the
+   PrometheusRule's groups pass `promtool check rules` and the cases of scripts/alerts-test.yaml
+   (`promtool test rules`), which test every alert; and that on Debian's Prometheus scraping that
+   server, after requests that set off what its state can (a 400, a 429 and a 503 after 1.1 s on
+   every route, frozen syncs of two controllers, connections past --max-connections, a certificate
+   that ends in 10 days), exactly the alerts that watch for those fire, on each route and condition,
+   and MetahooksDown once it has stopped (each alert's expression, without its `for`). The Grafana
+   dashboard (manifests/monitoring/dashboard.json, imported) is read through Grafana's dashboard
+   schema (grafana-foundation-sdk's models, generated from it), which must keep every field and
+   value as written, and is held to what the alerts are held to: each panel's and variable's query,
+   its variables put in as Grafana puts them, passes `promtool check rules` and reads only the job,
    metrics and labels the server gives; every metric the server exports is on a panel; each query,
    less a fallback `or vector(0)`, shows series when that Prometheus runs it, the server having
    answered those requests, a sync and an HTTPS request; the panels query the data source of its
-   variable, have a title and a description, and lie side by side on the grid without
-   overlapping.
+   variable, have a title and a description, and lie side by side on the grid without overlapping.
 13. Evaluates the CRDs' validation rules on the cases of scripts/crd-rules-test.yaml and on the
    objects of every fixture (parent, children, related objects), but those listed in
    STORED_BEFORE_THE_RULES. Each case's object is stored exactly when the case says so. For the
