@@ -169,10 +169,13 @@ impl Metrics {
         }
         drop(conditions);
         render_in_flight(&mut out, in_flight);
-        out.push_str("# HELP metahooks_connections Connections open.\n");
-        out.push_str("# TYPE metahooks_connections gauge\n");
         let open = self.connections_open.load(Ordering::Relaxed);
-        let _ = writeln!(out, "metahooks_connections {open}");
+        gauge(
+            &mut out,
+            "metahooks_connections",
+            "Connections open.",
+            &[("", open)],
+        );
         out.push_str(
             "# HELP metahooks_connections_refused_total Connections closed as soon as accepted, because --max-connections were open.\n",
         );
@@ -198,13 +201,11 @@ impl Metrics {
         drop(handshakes);
         let expiry = self.certificate_expiry.load(Ordering::Relaxed);
         if expiry != 0 {
-            out.push_str(
-                "# HELP metahooks_certificate_expiry_timestamp_seconds When the HTTPS listener's certificate in service expires (Unix time).\n",
-            );
-            out.push_str("# TYPE metahooks_certificate_expiry_timestamp_seconds gauge\n");
-            let _ = writeln!(
-                out,
-                "metahooks_certificate_expiry_timestamp_seconds {expiry}"
+            gauge(
+                &mut out,
+                "metahooks_certificate_expiry_timestamp_seconds",
+                "When the HTTPS listener's certificate in service expires (Unix time).",
+                &[("", expiry)],
             );
         }
         out
@@ -214,47 +215,46 @@ impl Metrics {
 /// The gauges of the load-shedding bounds: a dashboard sets each beside its limit, to see how near
 /// the server is to answering 429 before it does.
 fn render_in_flight(out: &mut String, in_flight: &InFlight) {
-    out.push_str(
-        "# HELP metahooks_requests_in_flight Requests being answered, by the bound that holds them: metacontroller (--max-in-flight) or admission (--max-in-flight-admission).\n",
-    );
-    out.push_str("# TYPE metahooks_requests_in_flight gauge\n");
-    let classes = [
-        ("metacontroller", in_flight.metacontroller),
-        ("admission", in_flight.admission),
-    ];
-    for (class, bound) in classes {
-        let _ = writeln!(
-            out,
-            "metahooks_requests_in_flight{{class=\"{class}\"}} {}",
-            bound.held
-        );
-    }
-    out.push_str(
-        "# HELP metahooks_requests_in_flight_limit The bound on requests in flight, by class; one more is answered 429.\n",
-    );
-    out.push_str("# TYPE metahooks_requests_in_flight_limit gauge\n");
-    for (class, bound) in classes {
-        let _ = writeln!(
-            out,
-            "metahooks_requests_in_flight_limit{{class=\"{class}\"}} {}",
-            bound.limit
-        );
-    }
-    out.push_str(
-        "# HELP metahooks_request_body_bytes_in_flight Bytes of --max-in-flight-bytes that Metacontroller's requests in flight hold: each its Content-Length in whole KiB, or the body limit without one, and at most all of it.\n",
-    );
-    out.push_str("# TYPE metahooks_request_body_bytes_in_flight gauge\n");
+    let by_class = |of: fn(Bound) -> u64| {
+        [
+            ("{class=\"metacontroller\"}", of(in_flight.metacontroller)),
+            ("{class=\"admission\"}", of(in_flight.admission)),
+        ]
+    };
     let bytes = in_flight.body_bytes;
-    let _ = writeln!(out, "metahooks_request_body_bytes_in_flight {}", bytes.held);
-    out.push_str(
-        "# HELP metahooks_request_body_bytes_in_flight_limit The bound on request body bytes in flight (--max-in-flight-bytes, in whole KiB).\n",
-    );
-    out.push_str("# TYPE metahooks_request_body_bytes_in_flight_limit gauge\n");
-    let _ = writeln!(
+    gauge(
         out,
-        "metahooks_request_body_bytes_in_flight_limit {}",
-        bytes.limit
+        "metahooks_requests_in_flight",
+        "Requests being answered, by the bound that holds them: metacontroller (--max-in-flight) or admission (--max-in-flight-admission).",
+        &by_class(|bound| bound.held),
     );
+    gauge(
+        out,
+        "metahooks_requests_in_flight_limit",
+        "The bound on requests in flight, by class; one more is answered 429.",
+        &by_class(|bound| bound.limit),
+    );
+    gauge(
+        out,
+        "metahooks_request_body_bytes_in_flight",
+        "Bytes of --max-in-flight-bytes that Metacontroller's requests in flight hold: each its Content-Length in whole KiB, or the body limit without one, and at most all of it.",
+        &[("", bytes.held)],
+    );
+    gauge(
+        out,
+        "metahooks_request_body_bytes_in_flight_limit",
+        "The bound on request body bytes in flight (--max-in-flight-bytes, in whole KiB).",
+        &[("", bytes.limit)],
+    );
+}
+
+/// One gauge: its HELP and TYPE lines, then a sample for each set of labels (`""` for none).
+fn gauge<T: std::fmt::Display>(out: &mut String, name: &str, help: &str, samples: &[(&str, T)]) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} gauge");
+    for (labels, value) in samples {
+        let _ = writeln!(out, "{name}{labels} {value}");
+    }
 }
 
 /// How logs are written.
