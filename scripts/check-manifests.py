@@ -1025,8 +1025,8 @@ class Served:
         """What the metrics, the alerts and the dashboard show: a sync, syncs of two controllers
         that freeze their objects (False conditions), a request it refuses (400) on every route, a
         request over HTTPS (a handshake), on every route a request whose body never ends (503 after
-        --request-timeout, a Metacontroller route's beside an admission route's), the first two of
-        those while a request on every route is shed (429), and connections past --max-connections.
+        --request-timeout, a Metacontroller route's beside an admission route's), the first pair of
+        those while a request to every route is shed (429), and connections past --max-connections.
         Fails the check where the server answers otherwise, as each is what an alert or a panel is
         checked to show."""
         answers = []  # (what was sent, the status it got, the status check 12 needs)
@@ -1042,7 +1042,7 @@ class Served:
         late, beside = {}, {}
         kinds = ([route for route, kind in routes.items() if "admission" not in kind],
                  [route for route, kind in routes.items() if "admission" in kind])
-        for first, pair in zip(itertools.chain([True], itertools.repeat(False)), itertools.zip_longest(*kinds)):
+        for round_number, pair in enumerate(itertools.zip_longest(*kinds)):
             for _ in range(20):
                 with contextlib.ExitStack() as stack:
                     stalled = {route: stack.enter_context(socket.create_connection(("127.0.0.1", self.http), timeout=5))
@@ -1051,7 +1051,7 @@ class Served:
                         connection.sendall(f"POST {route} HTTP/1.1\r\nHost: metahooks\r\nContent-Type: "
                                            "application/json\r\nContent-Length: 100\r\n\r\n{".encode())
                     time.sleep(0.1)
-                    tried = {route: post(self.base + route, b"{}") for route in (routes if first else ())}
+                    tried = {route: post(self.base + route, b"{}") for route in (routes if round_number == 0 else ())}
                     beside.update(tried)
                     if all(status == 429 for status in tried.values()):  # shed: each stalled one holds its kind's only place
                         late.update({route: int(connection.recv(64).split()[1]) for route, connection in stalled.items()})

@@ -271,19 +271,27 @@ fn held_in_flight_on(server: &TestServer, path: &str, body: &[u8]) -> std::net::
     slow
 }
 
-/// What `/metrics` says the requests in flight hold of the bound of `class`, and its limit.
-fn in_flight(server: &TestServer, class: &str) -> (u64, u64) {
-    let series = |name: &str| format!("{name}{{class=\"{class}\"}}");
-    let held = common::metric(server, &series("metahooks_requests_in_flight"));
-    let limit = common::metric(server, &series("metahooks_requests_in_flight_limit"));
-    (held.expect("in flight"), limit.expect("its limit"))
+/// What `/metrics` says the requests in flight hold of a load-shedding bound, and its limit: the
+/// gauges `name` and `name_limit`, with `labels` as the exposition spells them.
+fn bound(server: &TestServer, name: &str, labels: &str) -> (u64, u64) {
+    let read = |series: String| {
+        common::metric(server, &series).unwrap_or_else(|| panic!("no {series} in /metrics"))
+    };
+    (
+        read(format!("{name}{labels}")),
+        read(format!("{name}_limit{labels}")),
+    )
 }
 
-/// What `/metrics` says Metacontroller's request bodies in flight hold, and the budget.
+/// The bound of `class` (`--max-in-flight` or `--max-in-flight-admission`) in `/metrics`.
+fn in_flight(server: &TestServer, class: &str) -> (u64, u64) {
+    let labels = format!("{{class=\"{class}\"}}");
+    bound(server, "metahooks_requests_in_flight", &labels)
+}
+
+/// The bound of `--max-in-flight-bytes` in `/metrics`.
 fn body_bytes_in_flight(server: &TestServer) -> (u64, u64) {
-    let held = common::metric(server, "metahooks_request_body_bytes_in_flight");
-    let limit = common::metric(server, "metahooks_request_body_bytes_in_flight_limit");
-    (held.expect("bytes in flight"), limit.expect("the budget"))
+    bound(server, "metahooks_request_body_bytes_in_flight", "")
 }
 
 /// Past `--max-in-flight`, a Metacontroller request is a 429 with Retry-After, and `/metrics`
