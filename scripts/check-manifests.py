@@ -64,10 +64,12 @@
    schema (grafana-foundation-sdk's models, generated from it), which must keep every field and
    value as written, and is held to what the alerts are held to: each panel's and variable's query,
    its variables put in as Grafana puts them, passes `promtool check rules` and reads only the job,
-   metrics and labels the server gives; every metric the server exports is on a panel; each query,
-   less a fallback `or vector(0)`, shows series when that Prometheus runs it, the server having
-   answered those requests, a sync and an HTTPS request; the panels query the data source of its
-   variable, have a title and a description, and lie side by side on the grid without overlapping.
+   metrics and labels the server gives; every metric the server exports is on a panel; each query
+   shows series when that Prometheus runs it, the server having answered those requests, a sync
+   and an HTTPS request, and every series of a panel is above 0 at one scrape at least (a stat's
+   fallback `or vector(0)` is 0; a bound's share rises while the late requests are held); the
+   panels query the data source of its variable, have a title and a description, and lie side
+   by side on the grid without overlapping.
 13. Evaluates the CRDs' validation rules on the cases of scripts/crd-rules-test.yaml and on the
    objects of every fixture (parent, children, related objects), but those listed in
    STORED_BEFORE_THE_RULES. Each case's object is stored exactly when the case says so. For the
@@ -1388,11 +1390,16 @@ class Prometheus:
         self.process.wait()
 
 
+# How far back check 12 looks for the highest value a panel showed: longer than Prometheus runs.
+SHOWN_OVER = "10m:1s"
+
+
 def live_answers(queries, alerts, job, served):
-    """On a Prometheus scraping `served`: each query's series once it has scraped four times; then,
-    after the server's `traffic` again and three more scrapes (two samples of every counter, so that
-    `increase` and `rate` see it rise), each alert's series while the server answers; and once it
-    has stopped and a scrape has found it down, again."""
+    """On a Prometheus scraping `served`, once it has scraped four times, the server's `traffic`
+    again and three more scrapes (two samples of every counter, so that `increase` and `rate` see
+    it rise): each query's series, a panel's at the highest value each showed since the first
+    scrape (a bound's share is up only while a request is held), and each alert's series while the
+    server answers; and once it has stopped and a scrape has found it down, each alert's again."""
     if not os.access(PROMETHEUS, os.X_OK):
         fail(DASHBOARD, f"no Prometheus at {PROMETHEUS} to run its queries and the alerts on (make manifests-check "
                         "takes one out of Debian's package)")
@@ -1401,11 +1408,10 @@ def live_answers(queries, alerts, job, served):
         prometheus = Prometheus(job, urlparse(served.base).netloc, tmp)
         try:
             prometheus.scrapes(4)
-            # Less a fallback to 0 (a stat's "none" rather than "No data"), which would show
-            # something whatever the rest found.
-            answers = {name: prometheus.ask(re.sub(r"\s+or\s+vector\(0\)\s*$", "", expr)) for name, expr in queries.items()}
             served.traffic()
             prometheus.scrapes(3)
+            answers = {name: prometheus.ask(f"max_over_time(({expr})[{SHOWN_OVER}])" if name.startswith("panel_") else expr)
+                       for name, expr in queries.items()}
             serving = {alert: prometheus.ask(expr) for _, alert, expr in alerts}
             served.stop()
             prometheus.scrapes(1, up=False)
@@ -1434,14 +1440,22 @@ FIRING_WHILE_SERVING = {
 }
 FIRING_ONCE_STOPPED = {("MetahooksDown", "critical"): ("no replica answering a scrape", [{}])}
 
+# What `Served.traffic` sends, as the failures of the dashboard's queries name it.
+TRAFFIC = "syncs, frozen syncs, refusals, sheds, requests held past --request-timeout and an HTTPS request"
 with check_12_server:
     answers, serving, stopped = live_answers(dashboard_exprs, alerts, sorted(jobs)[0] if jobs else "metahooks", served)
 for name, answer in answers.items():
     if isinstance(answer, str):
         fail(DASHBOARD, f"{name}: Prometheus refuses the query ({answer}): {dashboard_exprs[name]}")
     elif not answer:
-        fail(DASHBOARD, f"{name} shows nothing of a server that answered a sync, a frozen sync, refusals "
-                        f"and an HTTPS request, scraped by Prometheus: {dashboard_exprs[name]}")
+        fail(DASHBOARD, f"{name} shows nothing of a server that answered {TRAFFIC}, scraped by Prometheus: "
+                        f"{dashboard_exprs[name]}")
+    # Every series of a panel rises above 0 (a stat's fallback `or vector(0)` among them): each
+    # shows what the traffic did, or a bound held.
+    for series in answer if name.startswith("panel_") and isinstance(answer, list) else []:
+        if not float(series["value"][1]) > 0:
+            fail(DASHBOARD, f"{name} shows {json.dumps(series['metric'])} at {series['value'][1]} at most, "
+                            f"on a server that answered {TRAFFIC}: {dashboard_exprs[name]}")
 
 
 def unraised(fired, expected):
