@@ -12,7 +12,7 @@ use http::{header, HeaderValue, Method, StatusCode, Version};
 use http_body::Body as HttpBody;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use metahooks_hooks::memo::Memo;
-use metahooks_hooks::{Hook, HookContext, Subject, SyncCondition, HOOKS};
+use metahooks_hooks::{Hook, HookContext, Reading, Subject, SyncCondition, HOOKS};
 use std::convert::Infallible;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -338,10 +338,9 @@ async fn handle_hook(hook: &'static Hook, state: Arc<AppState>, req: Request) ->
             subject,
             allowed,
             condition,
+            reading,
         }) => {
-            if let Some(condition) = condition {
-                state.metrics.observe_condition(hook.id, condition);
-            }
+            state.metrics.observe_sync(hook.id, condition, reading);
             let status = response.status().as_u16();
             let uid = (!subject.uid.is_empty()).then_some(subject.uid.as_str());
             let operation = (!subject.operation.is_empty()).then_some(subject.operation.as_str());
@@ -390,6 +389,8 @@ struct Answer {
     allowed: Option<bool>,
     /// The condition a sync answer gives its object, for `/metrics`.
     condition: Option<SyncCondition>,
+    /// How a sync request was read, for `/metrics`.
+    reading: Option<Reading>,
 }
 
 /// The hook's answer to one request.
@@ -469,6 +470,7 @@ async fn run_hook(hook: &'static Hook, state: &AppState, req: Request) -> Result
         subject: output.subject,
         allowed: output.allowed,
         condition: output.condition,
+        reading: output.reading,
     })
 }
 

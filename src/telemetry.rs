@@ -1,12 +1,12 @@
 //! Logs (tracing, JSON or pretty) and the Prometheus metrics of `/metrics`: the version running, a
 //! request counter and a latency histogram per route and status, the sync answers by the
-//! condition they give their object, what the load-shedding bounds hold and their limits, the
-//! connections open and those refused, the TLS handshakes by version and key exchange group, and
-//! when the HTTPS listener's certificate expires.
+//! condition they give their object and by how their request was read, what the load-shedding
+//! bounds hold and their limits, the connections open and those refused, the TLS handshakes by
+//! version and key exchange group, and when the HTTPS listener's certificate expires.
 //! Kept dependency-free and cheap: a short lock per request (two for a sync answer) and per TLS
 //! handshake, rendering only when scraped.
 
-use metahooks_hooks::SyncCondition;
+use metahooks_hooks::{Reading, SyncCondition, HOOKS};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
@@ -49,11 +49,19 @@ pub struct InFlight {
     pub body_bytes: Bound,
 }
 
+/// What the sync answers are counted by.
+#[derive(Default)]
+struct Syncs {
+    /// The condition each gave its object.
+    conditions: BTreeMap<ConditionKey, u64>,
+    /// How its request was read, by hook id.
+    readings: BTreeMap<(&'static str, Reading), u64>,
+}
+
 #[derive(Default)]
 pub struct Metrics {
     series: Mutex<BTreeMap<(&'static str, u16), Series>>,
-    /// Sync answers by the condition they gave their object.
-    conditions: Mutex<BTreeMap<ConditionKey, u64>>,
+    syncs: Mutex<Syncs>,
     /// Connections open (`--max-connections` at most), counted by the server's accept loop.
     pub connections_open: Arc<AtomicUsize>,
     /// Connections closed as soon as they were accepted, because `--max-connections` were open.
@@ -95,11 +103,25 @@ impl Metrics {
         s.buckets[slot] += 1;
     }
 
-    /// Counts the condition a sync answer of hook `id` gave its object.
-    pub fn observe_condition(&self, id: &'static str, condition: SyncCondition) {
-        let mut conditions = self.conditions.lock().unwrap_or_else(|e| e.into_inner());
-        let key = (id, condition.type_, condition.status, condition.reason);
-        *conditions.entry(key).or_default() += 1;
+    /// Counts the condition a sync answer of hook `id` gave its object and how its request was
+    /// read; nothing for an answer of another hook, which has neither.
+    pub fn observe_sync(
+        &self,
+        id: &'static str,
+        condition: Option<SyncCondition>,
+        reading: Option<Reading>,
+    ) {
+        if condition.is_none() && reading.is_none() {
+            return;
+        }
+        let mut syncs = self.syncs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = condition {
+            let key = (id, c.type_, c.status, c.reason);
+            *syncs.conditions.entry(key).or_default() += 1;
+        }
+        if let Some(reading) = reading {
+            *syncs.readings.entry((id, reading)).or_default() += 1;
+        }
     }
 
     /// The Prometheus text exposition (version 0.0.4), with `in_flight` read at the scrape.
@@ -153,7 +175,11 @@ impl Metrics {
                 s.count
             );
         }
-        let conditions = self.conditions.lock().unwrap_or_else(|e| e.into_inner());
+        let syncs = self.syncs.lock().unwrap_or_else(|e| e.into_inner());
+        let Syncs {
+            conditions,
+            readings,
+        } = &*syncs;
         if !conditions.is_empty() {
             out.push_str(
                 "# HELP metahooks_sync_conditions_total Sync answers by the condition they give their object (Ready, Valid, Accepted), its status and reason; False is an object its controller does not move on.\n",
@@ -167,7 +193,23 @@ impl Metrics {
                 "metahooks_sync_conditions_total{{route=\"/{id}\",condition=\"{type_}\",status=\"{status}\",reason=\"{reason}\"}} {n}"
             );
         }
-        drop(conditions);
+        // Every route and reading from the start, at 0: a series that first shows at 1 would
+        // read as no increase to `rate`, and a route decoding every request whole as no data.
+        out.push_str(
+            "# HELP metahooks_sync_requests_read_total Sync and finalize requests answered, by how the request was read: kept (the bytes of one kept before), kept_equal (a kept one's but for objects that decode the same), spliced (a kept one with the objects that differ decoded), whole (decoded whole, then kept) or whole_unkept (decoded whole, too large to keep).\n",
+        );
+        out.push_str("# TYPE metahooks_sync_requests_read_total counter\n");
+        for hook in HOOKS.iter().filter(|hook| hook.kind.keeps_requests()) {
+            for reading in Reading::ALL {
+                let n = readings.get(&(hook.id, reading)).copied().unwrap_or(0);
+                let (id, read) = (hook.id, reading.as_str());
+                let _ = writeln!(
+                    out,
+                    "metahooks_sync_requests_read_total{{route=\"/{id}\",read=\"{read}\"}} {n}"
+                );
+            }
+        }
+        drop(syncs);
         render_in_flight(&mut out, in_flight);
         let open = self.connections_open.load(Ordering::Relaxed);
         gauge(
@@ -352,8 +394,9 @@ mod tests {
         want += &bucket("10", 3);
         want += &bucket("+Inf", 3);
         want += "metahooks_request_duration_seconds_sum{route=\"/a\",status=\"200\"} 8.75\n\
-                 metahooks_request_duration_seconds_count{route=\"/a\",status=\"200\"} 3\n\
-                 # HELP metahooks_requests_in_flight Requests being answered, by the bound that holds them: metacontroller (--max-in-flight) or admission (--max-in-flight-admission).\n\
+                 metahooks_request_duration_seconds_count{route=\"/a\",status=\"200\"} 3\n";
+        want += &reads(|_, _| 0);
+        want += "# HELP metahooks_requests_in_flight Requests being answered, by the bound that holds them: metacontroller (--max-in-flight) or admission (--max-in-flight-admission).\n\
                  # TYPE metahooks_requests_in_flight gauge\n\
                  metahooks_requests_in_flight{class=\"metacontroller\"} 0\n\
                  metahooks_requests_in_flight{class=\"admission\"} 0\n\
@@ -410,36 +453,68 @@ mod tests {
         ));
     }
 
-    /// Sync conditions are counted per route, condition, status and reason, with their HELP and
-    /// TYPE once there is one, after the request series and before the bounds' gauges.
+    /// How sync requests were read, as `/metrics` writes it: a line for every route that keeps
+    /// requests and every reading, each counting `count(route, read)`.
+    fn reads(count: impl Fn(&str, &str) -> u64) -> String {
+        let mut out = String::from(
+            "# HELP metahooks_sync_requests_read_total Sync and finalize requests answered, by how the request was read: kept (the bytes of one kept before), kept_equal (a kept one's but for objects that decode the same), spliced (a kept one with the objects that differ decoded), whole (decoded whole, then kept) or whole_unkept (decoded whole, too large to keep).\n\
+             # TYPE metahooks_sync_requests_read_total counter\n",
+        );
+        for route in [
+            "app-discovery/sync",
+            "delete-graph/sync",
+            "delete-graph/finalize",
+            "cert-rotation/sync",
+            "mesh-root-certificate/sync",
+        ] {
+            for read in ["kept", "kept_equal", "spliced", "whole", "whole_unkept"] {
+                let n = count(route, read);
+                out += &format!(
+                    "metahooks_sync_requests_read_total{{route=\"/{route}\",read=\"{read}\"}} {n}\n"
+                );
+            }
+        }
+        out
+    }
+
+    /// Sync answers are counted per route by their condition's type, status and reason, with
+    /// their HELP and TYPE once there is one, and by how their request was read (every route and
+    /// reading from the start: `exposition_of_one_series`), after the request series and before
+    /// the bounds' gauges. Another hook's answer counts in neither.
     #[test]
-    fn sync_conditions_are_counted_by_route_condition_status_and_reason() {
+    fn sync_answers_are_counted_by_condition_and_by_how_their_request_was_read() {
         let m = Metrics::default();
-        assert!(!m.render(&IDLE).contains("metahooks_sync_conditions_total"));
+        m.observe_sync("delete-graph/validate", None, None);
         let frozen = SyncCondition {
             type_: "Ready",
             status: false,
             reason: "CAUnavailable",
         };
-        m.observe_condition("cert-rotation/sync", frozen);
-        m.observe_condition("cert-rotation/sync", frozen);
-        m.observe_condition(
-            "delete-graph/sync",
-            SyncCondition {
-                type_: "Valid",
-                status: true,
-                reason: "Valid",
-            },
+        m.observe_sync("cert-rotation/sync", Some(frozen), Some(Reading::Kept));
+        m.observe_sync("cert-rotation/sync", Some(frozen), Some(Reading::Kept));
+        let valid = SyncCondition {
+            type_: "Valid",
+            status: true,
+            reason: "Valid",
+        };
+        m.observe_sync("delete-graph/sync", Some(valid), Some(Reading::WholeUnkept));
+        let mut want = String::from(
+            "# HELP metahooks_sync_conditions_total Sync answers by the condition they give their object (Ready, Valid, Accepted), its status and reason; False is an object its controller does not move on.\n\
+             # TYPE metahooks_sync_conditions_total counter\n\
+             metahooks_sync_conditions_total{route=\"/cert-rotation/sync\",condition=\"Ready\",status=\"False\",reason=\"CAUnavailable\"} 2\n\
+             metahooks_sync_conditions_total{route=\"/delete-graph/sync\",condition=\"Valid\",status=\"True\",reason=\"Valid\"} 1\n",
         );
-        let want = "# HELP metahooks_sync_conditions_total Sync answers by the condition they give their object (Ready, Valid, Accepted), its status and reason; False is an object its controller does not move on.\n\
-                    # TYPE metahooks_sync_conditions_total counter\n\
-                    metahooks_sync_conditions_total{route=\"/cert-rotation/sync\",condition=\"Ready\",status=\"False\",reason=\"CAUnavailable\"} 2\n\
-                    metahooks_sync_conditions_total{route=\"/delete-graph/sync\",condition=\"Valid\",status=\"True\",reason=\"Valid\"} 1\n\
-                    # HELP metahooks_requests_in_flight Requests being answered";
-        assert!(m.render(&IDLE).contains(want), "{}", m.render(&IDLE));
+        want += &reads(|route, read| match (route, read) {
+            ("cert-rotation/sync", "kept") => 2,
+            ("delete-graph/sync", "whole_unkept") => 1,
+            _ => 0,
+        });
+        want += "# HELP metahooks_requests_in_flight Requests being answered";
+        let text = m.render(&IDLE);
+        assert!(text.contains(&want), "{text}");
+        assert!(!text.contains("delete-graph/validate"), "{text}");
     }
 
-    /// The certificate's expiry is a gauge with its HELP and TYPE, written once it is set.
     #[test]
     fn certificate_expiry_is_a_gauge_once_set() {
         let m = Metrics::default();

@@ -651,6 +651,62 @@ fn metrics_count_the_condition_each_sync_answer_gives() {
     assert!(text.contains(&line("True", "IssuersReady", 1)), "{text}");
 }
 
+/// Each route that keeps the requests it decodes counts how it read each: a request decoded whole
+/// the first time, from memory the second; a route that keeps none counts nothing.
+#[test]
+fn metrics_count_how_each_sync_request_was_read() {
+    let server = TestServer::start(&[]);
+    let routes = [
+        (
+            "app-discovery/sync",
+            "app-discovery/sync-single-service-created-at-once",
+        ),
+        (
+            "delete-graph/sync",
+            "delete-graph/sync-chain-database-running",
+        ),
+        (
+            "delete-graph/finalize",
+            "delete-graph/finalize-teardown-starts-with-leaf",
+        ),
+        (
+            "cert-rotation/sync",
+            "cert-rotation/sync-step0-issues-leaves",
+        ),
+        (
+            "mesh-root-certificate/sync",
+            "mesh-root-certificate/sync-active-signing",
+        ),
+        (
+            "app-discovery/customize",
+            "app-discovery/customize-namespace",
+        ),
+    ];
+    for (route, fixture) in routes {
+        let body = common::fixture(&format!("{fixture}.request.json"));
+        for _ in 0..2 {
+            assert_eq!(
+                post(&server, &format!("/{route}"), &body).status,
+                200,
+                "{route}"
+            );
+        }
+    }
+    let text = String::from_utf8_lossy(&get(&server, "/metrics").body).into_owned();
+    let line = |route: &str, read: &str| {
+        format!("metahooks_sync_requests_read_total{{route=\"/{route}\",read=\"{read}\"}} 1\n")
+    };
+    for (route, _) in &routes[..5] {
+        for read in ["whole", "kept"] {
+            assert!(text.contains(&line(route, read)), "{route} {read}: {text}");
+        }
+    }
+    assert!(
+        !text.contains("route=\"/app-discovery/customize\",read"),
+        "{text}"
+    );
+}
+
 #[test]
 fn health_and_readiness() {
     let server = TestServer::start(&[]);

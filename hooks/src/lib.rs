@@ -16,4 +16,5 @@ pub mod pki;
 pub mod registry;
 
 pub use error::RequestError;
+pub use memo::Reading;
 pub use registry::{Hook, HookContext, HookKind, HookOutput, Subject, SyncCondition, HOOKS};

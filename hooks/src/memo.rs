@@ -416,27 +416,29 @@ impl<R> DecodedRequests<R> {
 }
 
 impl<R: DecodedRequest> DecodedRequests<R> {
-    /// `answer` of `body` decoded: the request kept from the same bytes, or from bytes that
-    /// differ only in what the hook does not decode, or a kept request with the objects that
-    /// differ decoded anew, or decoded now; each new one kept. A body that does not decode is
-    /// an error, as from [`crate::contract::decode`].
+    /// `answer` of `body` decoded, and how the request was read: the request kept from the same
+    /// bytes, or from bytes that differ only in what the hook does not decode, or a kept request
+    /// with the objects that differ decoded anew, or decoded now; each new one kept. A body that
+    /// does not decode is an error, as from [`crate::contract::decode`].
     pub fn with_request<T>(
         &self,
         body: &[u8],
         answer: impl FnOnce(&R::Request<'_>) -> Result<T, RequestError>,
-    ) -> Result<T, RequestError> {
+    ) -> Result<(T, Reading), RequestError> {
         if !self.kept.fits(2 * body.len()) {
             // Too large to keep: not worth a fingerprint.
-            return answer(&crate::contract::decode(body)?);
+            let answered = answer(&crate::contract::decode(body)?)?;
+            return Ok((answered, Reading::WholeUnkept));
         }
         let key = fingerprint(body);
         if let Some(kept) = self.kept.recall(&key) {
             if kept.is(body) {
-                return answer(kept.request().decoded.request());
+                return Ok((answer(kept.request().decoded.request())?, Reading::Kept));
             }
             // Different bytes with the same fingerprint: decoded, and not kept in place of the
             // request already under this key.
-            return answer(&crate::contract::decode(body)?);
+            let answered = answer(&crate::contract::decode(body)?)?;
+            return Ok((answered, Reading::WholeUnkept));
         }
         // The kept request the body differs from inside values, if one of those of the most
         // recent bodies is: then older ones are not looked at.
@@ -455,7 +457,8 @@ impl<R: DecodedRequest> DecodedRequests<R> {
                     let answered = Arc::new(KeptBody::answered(kept, values, body));
                     self.kept
                         .store(key, Arc::clone(&answered), answered.counted_size());
-                    return answer(answered.request().decoded.request());
+                    let answered = answer(answered.request().decoded.request())?;
+                    return Ok((answered, Reading::KeptEqual));
                 }
                 Nearby::Apart => {}
                 nearby => {
@@ -471,16 +474,55 @@ impl<R: DecodedRequest> DecodedRequests<R> {
             None => (None, None),
         };
         let spans = spans.map_or_else(OnceLock::new, |spans| OnceLock::from(Some(spans)));
-        let decoded = match spliced {
-            Some(decoded) => decoded,
-            None => R::decode(body.into())?,
+        let (decoded, reading) = match spliced {
+            Some(decoded) => (decoded, Reading::Spliced),
+            None => (R::decode(body.into())?, Reading::Whole),
         };
         let kept = Arc::new(KeptBody::Decoded(Arc::new(KeptRequest {
             decoded: Arc::new(decoded),
             spans,
         })));
         self.kept.store(key, Arc::clone(&kept), kept.counted_size());
-        answer(kept.request().decoded.request())
+        Ok((answer(kept.request().decoded.request())?, reading))
+    }
+}
+
+/// How a sync request was read, counted in `/metrics` by route: from memory, or by decoding
+/// it whole (see [`DecodedRequests::with_request`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Reading {
+    /// The bytes of a request kept before: nothing decoded.
+    Kept,
+    /// A kept request's bytes but inside objects whose two texts decode the same: those
+    /// objects decoded, and the kept request answers.
+    KeptEqual,
+    /// A kept request with the objects that differ from its own decoded anew.
+    Spliced,
+    /// Decoded whole, and kept.
+    Whole,
+    /// Decoded whole, and not kept: larger than half the memo's bound (or, seldom, bytes of a
+    /// kept request's fingerprint).
+    WholeUnkept,
+}
+
+impl Reading {
+    pub const ALL: [Reading; 5] = [
+        Reading::Kept,
+        Reading::KeptEqual,
+        Reading::Spliced,
+        Reading::Whole,
+        Reading::WholeUnkept,
+    ];
+
+    /// Its label value in `/metrics`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reading::Kept => "kept",
+            Reading::KeptEqual => "kept_equal",
+            Reading::Spliced => "spliced",
+            Reading::Whole => "whole",
+            Reading::WholeUnkept => "whole_unkept",
+        }
     }
 }
 
@@ -886,6 +928,49 @@ mod tests {
             Ok((read, req as *const Specs as usize))
         })
         .unwrap()
+        .0
+    }
+
+    /// How `memo` read `body` to answer it.
+    fn reading(memo: &DecodedRequests<DecodedSpecs>, body: &[u8]) -> Reading {
+        memo.with_request(body, |_| Ok(())).unwrap().1
+    }
+
+    #[test]
+    fn each_answer_says_how_its_request_was_read() {
+        let memo = DecodedRequests::<DecodedSpecs>::default();
+        let body = request(("x", 1), ("y", 1));
+        assert_eq!(reading(&memo, &body), Reading::Whole);
+        assert_eq!(reading(&memo, &body), Reading::Kept);
+        // A resourceVersion, which the hook does not read; then those bytes are kept too.
+        let equal = request(("x", 2), ("y", 1));
+        assert_eq!(reading(&memo, &equal), Reading::KeptEqual);
+        assert_eq!(reading(&memo, &equal), Reading::Kept);
+        // A spec, which it reads, in one object.
+        assert_eq!(
+            reading(&memo, &request(("z", 1), ("y", 1))),
+            Reading::Spliced
+        );
+        // A field outside every object.
+        let text = String::from_utf8(body.clone()).unwrap();
+        let finalizing = text.replace("false}", "true}");
+        assert_eq!(reading(&memo, finalizing.as_bytes()), Reading::Whole);
+        // Other bytes under a kept request's fingerprint.
+        let other = request(("w", 1), ("w", 1));
+        let kept = memo.kept.recall(&fingerprint(&body)).unwrap();
+        memo.kept.store(fingerprint(&other), kept, 0);
+        assert_eq!(reading(&memo, &other), Reading::WholeUnkept);
+        // Larger than half the bound, each time.
+        let small = DecodedRequests::<DecodedSpecs>::new(4, 2 * body.len() - 1);
+        for _ in 0..2 {
+            assert_eq!(reading(&small, &body), Reading::WholeUnkept);
+        }
+        assert_eq!(small.kept.len(), 0);
+        let labels = Reading::ALL.map(Reading::as_str);
+        assert_eq!(
+            labels,
+            ["kept", "kept_equal", "spliced", "whole", "whole_unkept"]
+        );
     }
 
     #[test]

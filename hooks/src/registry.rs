@@ -3,7 +3,7 @@
 //! Adding a hook is one line here plus its module.
 
 use crate::contract::{encode, AdmissionRequest, AdmissionResponse, AdmissionReview, ObjectMeta};
-use crate::memo::Memo;
+use crate::memo::{Memo, Reading};
 use crate::meta::Condition;
 use crate::RequestError;
 use crate::{app_discovery, cert_rotation, delete_graph, mesh_root_certificate};
@@ -32,6 +32,9 @@ pub struct HookOutput {
     /// The condition of a sync or finalize answer that says whether the controller moves its
     /// object on; `None` for the other hooks.
     pub condition: Option<SyncCondition>,
+    /// How a sync or finalize request was read, from the memo or decoded; `None` for the other
+    /// hooks, which keep no request.
+    pub reading: Option<Reading>,
 }
 
 /// The condition a sync answer gives its object that tells whether the controller moves it on:
@@ -52,7 +55,17 @@ impl HookOutput {
             subject,
             allowed: None,
             condition: None,
+            reading: None,
         })
+    }
+
+    /// The answer made with a request read as `reading`, as
+    /// [`crate::memo::DecodedRequests::with_request`] gives them.
+    pub fn read_as((output, reading): (Self, Reading)) -> Self {
+        HookOutput {
+            reading: Some(reading),
+            ..output
+        }
     }
 
     /// The answer of a sync hook, with its condition `type_` among the `conditions` it writes.
@@ -87,6 +100,7 @@ impl HookOutput {
             subject: Subject::admission(&review.request),
             allowed: Some(allowed),
             condition: None,
+            reading: None,
         })
     }
 }
@@ -142,6 +156,15 @@ impl HookKind {
         matches!(
             self,
             HookKind::ValidatingAdmission | HookKind::MutatingAdmission
+        )
+    }
+
+    /// The sync and finalize hooks keep the requests they decode (`memo::Requests`), and say how
+    /// each was read ([`HookOutput::reading`]).
+    pub fn keeps_requests(self) -> bool {
+        matches!(
+            self,
+            HookKind::CompositeSync | HookKind::CompositeFinalize | HookKind::DecoratorSync
         )
     }
 

@@ -39,13 +39,17 @@ crate::memo::decoded_request!(
 
 /// `POST /app-discovery/sync`.
 pub fn sync_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestError> {
-    ctx.memo.requests.app_discovery.with_request(body, |req| {
-        parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
-        let response = sync::sync(req, ctx.now);
-        let subject = Subject::object(KIND, &req.parent.metadata);
-        let conditions = &response.status.conditions;
-        HookOutput::sync(subject, &response, conditions, "Ready")
-    })
+    ctx.memo
+        .requests
+        .app_discovery
+        .with_request(body, |req| {
+            parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
+            let response = sync::sync(req, ctx.now);
+            let subject = Subject::object(KIND, &req.parent.metadata);
+            let conditions = &response.status.conditions;
+            HookOutput::sync(subject, &response, conditions, "Ready")
+        })
+        .map(HookOutput::read_as)
 }
 
 /// The part of an object under admission that the mutating webhook reads: its labels. The rest

@@ -38,13 +38,17 @@ crate::memo::decoded_request!(
 
 /// `POST /cert-rotation/sync`.
 pub fn sync_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestError> {
-    ctx.memo.requests.cert_rotation.with_request(body, |req| {
-        parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
-        let response = sync::sync(req, ctx.now, ctx.rng, ctx.memo);
-        let subject = Subject::object(KIND, &req.parent.metadata);
-        let conditions = &response.status.conditions;
-        HookOutput::sync(subject, &response, conditions, "Ready")
-    })
+    ctx.memo
+        .requests
+        .cert_rotation
+        .with_request(body, |req| {
+            parent_namespace(&req.parent.metadata.namespace, "parent", KIND)?;
+            let response = sync::sync(req, ctx.now, ctx.rng, ctx.memo);
+            let subject = Subject::object(KIND, &req.parent.metadata);
+            let conditions = &response.status.conditions;
+            HookOutput::sync(subject, &response, conditions, "Ready")
+        })
+        .map(HookOutput::read_as)
 }
 
 #[cfg(test)]

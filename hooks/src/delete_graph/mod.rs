@@ -36,18 +36,22 @@ pub fn finalize_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, Reque
 
 /// The sync or teardown of the WorkloadSet in `body`, its spec planned through the memo.
 fn answer(body: &[u8], ctx: &HookContext, teardown: bool) -> Result<HookOutput, RequestError> {
-    ctx.memo.requests.delete_graph.with_request(body, |req| {
-        let parent = &req.parent;
-        parent_namespace(&parent.metadata.namespace, "parent", KIND)?;
-        let plan = ctx
-            .memo
-            .plans
-            .plan(parent.spec.map(|raw| raw.0), &parent.metadata.name)?;
-        let response = reconcile(req, &plan, teardown || req.finalizing, ctx.now)?;
-        let subject = Subject::object(KIND, &parent.metadata);
-        let conditions = response.status.conditions();
-        HookOutput::sync(subject, &response, conditions, "Valid")
-    })
+    ctx.memo
+        .requests
+        .delete_graph
+        .with_request(body, |req| {
+            let parent = &req.parent;
+            parent_namespace(&parent.metadata.namespace, "parent", KIND)?;
+            let plan = ctx
+                .memo
+                .plans
+                .plan(parent.spec.map(|raw| raw.0), &parent.metadata.name)?;
+            let response = reconcile(req, &plan, teardown || req.finalizing, ctx.now)?;
+            let subject = Subject::object(KIND, &parent.metadata);
+            let conditions = response.status.conditions();
+            HookOutput::sync(subject, &response, conditions, "Valid")
+        })
+        .map(HookOutput::read_as)
 }
 
 #[cfg(test)]

@@ -58,6 +58,7 @@ pub fn sync_hook(body: &[u8], ctx: &HookContext) -> Result<HookOutput, RequestEr
             let conditions = response.status.as_ref().map_or(&[][..], |s| &s.conditions);
             HookOutput::sync(subject, &response, conditions, "Accepted")
         })
+        .map(HookOutput::read_as)
 }
 
 /// `POST /mesh-root-certificate/validate`.
