@@ -506,6 +506,7 @@ pub enum Reading {
 }
 
 impl Reading {
+    /// Every reading, in the order `/metrics` writes them.
     pub const ALL: [Reading; 5] = [
         Reading::Kept,
         Reading::KeptEqual,
