@@ -480,7 +480,7 @@ mod tests {
     /// Sync answers are counted per route by their condition's type, status and reason, with
     /// their HELP and TYPE once there is one, and by how their request was read (every route and
     /// reading from the start: `exposition_of_one_series`), after the request series and before
-    /// the bounds' gauges. Another hook's answer counts in neither.
+    /// the bounds' gauges; each apart from the other. Another hook's answer counts in neither.
     #[test]
     fn sync_answers_are_counted_by_condition_and_by_how_their_request_was_read() {
         let m = Metrics::default();
@@ -498,6 +498,8 @@ mod tests {
             reason: "Valid",
         };
         m.observe_sync("delete-graph/sync", Some(valid), Some(Reading::WholeUnkept));
+        // A decorator answer that leaves the status alone writes no condition.
+        m.observe_sync("mesh-root-certificate/sync", None, Some(Reading::Whole));
         let mut want = String::from(
             "# HELP metahooks_sync_conditions_total Sync answers by the condition they give their object (Ready, Valid, Accepted), its status and reason; False is an object its controller does not move on.\n\
              # TYPE metahooks_sync_conditions_total counter\n\
@@ -506,7 +508,7 @@ mod tests {
         );
         want += &reads(|route, read| match (route, read) {
             ("cert-rotation/sync", "kept") => 2,
-            ("delete-graph/sync", "whole_unkept") => 1,
+            ("delete-graph/sync", "whole_unkept") | ("mesh-root-certificate/sync", "whole") => 1,
             _ => 0,
         });
         want += "# HELP metahooks_requests_in_flight Requests being answered";

@@ -4,7 +4,7 @@
 //! no dependency is released while a RUNNING-dependent is pending or running.
 
 use metahooks_hooks::registry::{find, HookContext, HookOutput};
-use metahooks_hooks::RequestError;
+use metahooks_hooks::{Reading, RequestError, HOOKS};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -528,6 +528,26 @@ fn a_sync_answer_names_the_condition_it_writes() {
         }
     }
     assert!(seen.contains(&("delete-graph/finalize", Some(true))));
+}
+
+/// Every sync and finalize answer tells `/metrics` how its request was read: decoded whole the
+/// first time, kept the second. The hooks that keep requests are exactly the sync and finalize
+/// hooks.
+#[test]
+fn a_sync_answer_says_how_its_request_was_read() {
+    for (id, body) in sync_fixtures() {
+        let memo = metahooks_hooks::memo::Memo::default();
+        let Ok(first) = run(id, body, &memo) else {
+            continue;
+        };
+        assert_eq!(first.reading, Some(Reading::Whole), "{id}");
+        let second = run(id, body, &memo).unwrap();
+        assert_eq!(second.reading, Some(Reading::Kept), "{id}");
+    }
+    for hook in HOOKS {
+        let synced = sync_fixtures().iter().any(|(id, _)| id == hook.id);
+        assert_eq!(hook.kind.keeps_requests(), synced, "{}", hook.id);
+    }
 }
 
 proptest! {
