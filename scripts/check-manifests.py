@@ -66,10 +66,11 @@
    its variables put in as Grafana puts them, passes `promtool check rules` and reads only the job,
    metrics and labels the server gives; every metric the server exports is on a panel; each query
    shows series when that Prometheus runs it, the server having answered those requests, a sync
-   and an HTTPS request, and every series of a panel is above 0 at one scrape at least (a stat's
-   fallback `or vector(0)` is 0; a bound's share rises while the late requests are held); the
-   panels query the data source of its variable, have a title and a description, and lie side
-   by side on the grid without overlapping.
+   on every route that keeps requests and an HTTPS request, and every series of a panel is above
+   0 at one scrape at least (a stat's fallback `or vector(0)` is 0; a bound's share rises while
+   the late requests are held, the share read from memory with the syncs sent again); the panels
+   query the data source of its variable, have a title and a description, and lie side by side
+   on the grid without overlapping.
 13. Evaluates the CRDs' validation rules on the cases of scripts/crd-rules-test.yaml and on the
    objects of every fixture (parent, children, related objects), but those listed in
    STORED_BEFORE_THE_RULES. Each case's object is stored exactly when the case says so. For the
