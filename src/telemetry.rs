@@ -8,7 +8,7 @@
 
 use metahooks_hooks::{Reading, SyncCondition, HOOKS};
 use std::collections::BTreeMap;
-use std::fmt::Write;
+use std::fmt::{Display, Write};
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -130,22 +130,25 @@ impl Metrics {
         let mut out = String::with_capacity(512 + series.len() * 1200);
         // The version of each replica, so that a rollout can be followed (and joined on `job`,
         // `instance` to the other series).
-        out.push_str("# HELP metahooks_build_info The version of metahooks running; always 1.\n");
-        out.push_str("# TYPE metahooks_build_info gauge\n");
-        let _ = writeln!(
-            out,
-            "metahooks_build_info{{version=\"{}\"}} 1",
-            env!("CARGO_PKG_VERSION")
+        let version = format!("{{version=\"{}\"}}", env!("CARGO_PKG_VERSION"));
+        family(
+            &mut out,
+            "metahooks_build_info",
+            "gauge",
+            "The version of metahooks running; always 1.",
+            [(version, 1)],
         );
-        out.push_str("# HELP metahooks_requests_total Requests answered, by route and status.\n");
-        out.push_str("# TYPE metahooks_requests_total counter\n");
-        for ((route, status), s) in series.iter() {
-            let _ = writeln!(
-                out,
-                "metahooks_requests_total{{route=\"{route}\",status=\"{status}\"}} {}",
-                s.count
-            );
-        }
+        let requests = series.iter().map(|((route, status), s)| {
+            let labels = format!("{{route=\"{route}\",status=\"{status}\"}}");
+            (labels, s.count)
+        });
+        family(
+            &mut out,
+            "metahooks_requests_total",
+            "counter",
+            "Requests answered, by route and status.",
+            requests,
+        );
         out.push_str(
             "# HELP metahooks_request_duration_seconds Time from request to response, by route and status.\n",
         );
@@ -181,73 +184,79 @@ impl Metrics {
             readings,
         } = &*syncs;
         if !conditions.is_empty() {
-            out.push_str(
-                "# HELP metahooks_sync_conditions_total Sync answers by the condition they give their object (Ready, Valid, Accepted), its status and reason; False is an object its controller does not move on.\n",
-            );
-            out.push_str("# TYPE metahooks_sync_conditions_total counter\n");
-        }
-        for ((id, type_, status, reason), n) in conditions.iter() {
-            let status = if *status { "True" } else { "False" };
-            let _ = writeln!(
-                out,
-                "metahooks_sync_conditions_total{{route=\"/{id}\",condition=\"{type_}\",status=\"{status}\",reason=\"{reason}\"}} {n}"
+            let counted = conditions.iter().map(|((id, type_, status, reason), n)| {
+                let status = if *status { "True" } else { "False" };
+                let labels = format!("{{route=\"/{id}\",condition=\"{type_}\",status=\"{status}\",reason=\"{reason}\"}}");
+                (labels, n)
+            });
+            family(
+                &mut out,
+                "metahooks_sync_conditions_total",
+                "counter",
+                "Sync answers by the condition they give their object (Ready, Valid, Accepted), its status and reason; False is an object its controller does not move on.",
+                counted,
             );
         }
         // Every route and reading from the start, at 0: a series that first shows at 1 would
         // read as no increase to `rate`, and a route decoding every request whole as no data.
-        out.push_str(
-            "# HELP metahooks_sync_requests_read_total Sync and finalize requests answered, by how the request was read: kept (the bytes of one kept before), kept_equal (a kept one's but for objects that decode the same), spliced (a kept one with the objects that differ decoded), whole (decoded whole, then kept) or whole_unkept (decoded whole, too large to keep).\n",
-        );
-        out.push_str("# TYPE metahooks_sync_requests_read_total counter\n");
-        for hook in HOOKS.iter().filter(|hook| hook.kind.keeps_requests()) {
-            for reading in Reading::ALL {
+        let keeping = HOOKS.iter().filter(|hook| hook.kind.keeps_requests());
+        let read = keeping.flat_map(|hook| {
+            Reading::ALL.map(|reading| {
                 let n = readings.get(&(hook.id, reading)).copied().unwrap_or(0);
-                let (id, read) = (hook.id, reading.as_str());
-                let _ = writeln!(
-                    out,
-                    "metahooks_sync_requests_read_total{{route=\"/{id}\",read=\"{read}\"}} {n}"
-                );
-            }
-        }
+                let labels = format!("{{route=\"/{}\",read=\"{}\"}}", hook.id, reading.as_str());
+                (labels, n)
+            })
+        });
+        family(
+            &mut out,
+            "metahooks_sync_requests_read_total",
+            "counter",
+            "Sync and finalize requests answered, by how the request was read: kept (the bytes of one kept before), kept_equal (a kept one's but for objects that decode the same), spliced (a kept one with the objects that differ decoded), whole (decoded whole, then kept) or whole_unkept (decoded whole, too large to keep).",
+            read,
+        );
         drop(syncs);
         render_in_flight(&mut out, in_flight);
         let open = self.connections_open.load(Ordering::Relaxed);
-        gauge(
+        family(
             &mut out,
             "metahooks_connections",
+            "gauge",
             "Connections open.",
-            &[("", open)],
+            [("", open)],
         );
-        out.push_str(
-            "# HELP metahooks_connections_refused_total Connections closed as soon as accepted, because --max-connections were open.\n",
-        );
-        out.push_str("# TYPE metahooks_connections_refused_total counter\n");
         let refused = self.connections_refused.load(Ordering::Relaxed);
-        let _ = writeln!(out, "metahooks_connections_refused_total {refused}");
+        family(
+            &mut out,
+            "metahooks_connections_refused_total",
+            "counter",
+            "Connections closed as soon as accepted, because --max-connections were open.",
+            [("", refused)],
+        );
         let handshakes = self
             .tls_handshakes
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         if !handshakes.is_empty() {
-            out.push_str(
-                "# HELP metahooks_tls_handshakes_total TLS handshakes completed, by protocol version and key exchange group (X25519MLKEM768 is post-quantum).\n",
-            );
-            out.push_str("# TYPE metahooks_tls_handshakes_total counter\n");
-        }
-        for ((version, group), n) in handshakes.iter() {
-            let _ = writeln!(
-                out,
-                "metahooks_tls_handshakes_total{{version=\"{version}\",group=\"{group}\"}} {n}"
+            let completed = handshakes.iter().map(|((version, group), n)| {
+                (format!("{{version=\"{version}\",group=\"{group}\"}}"), n)
+            });
+            family(
+                &mut out,
+                "metahooks_tls_handshakes_total",
+                "counter",
+                "TLS handshakes completed, by protocol version and key exchange group (X25519MLKEM768 is post-quantum).",
+                completed,
             );
         }
         drop(handshakes);
         let expiry = self.certificate_expiry.load(Ordering::Relaxed);
         if expiry != 0 {
-            gauge(
+            family(
                 &mut out,
                 "metahooks_certificate_expiry_timestamp_seconds",
+                "gauge",
                 "When the HTTPS listener's certificate in service expires (Unix time).",
-                &[("", expiry)],
+                [("", expiry)],
             );
         }
         out
@@ -264,36 +273,47 @@ fn render_in_flight(out: &mut String, in_flight: &InFlight) {
         ]
     };
     let bytes = in_flight.body_bytes;
-    gauge(
+    family(
         out,
         "metahooks_requests_in_flight",
+        "gauge",
         "Requests being answered, by the bound that holds them: metacontroller (--max-in-flight) or admission (--max-in-flight-admission).",
-        &by_class(|bound| bound.held),
+        by_class(|bound| bound.held),
     );
-    gauge(
+    family(
         out,
         "metahooks_requests_in_flight_limit",
+        "gauge",
         "The bound on requests in flight, by class; one more is answered 429.",
-        &by_class(|bound| bound.limit),
+        by_class(|bound| bound.limit),
     );
-    gauge(
+    family(
         out,
         "metahooks_request_body_bytes_in_flight",
+        "gauge",
         "Bytes of --max-in-flight-bytes that Metacontroller's requests in flight hold: each its Content-Length in whole KiB, or the body limit without one, and at most all of it.",
-        &[("", bytes.held)],
+        [("", bytes.held)],
     );
-    gauge(
+    family(
         out,
         "metahooks_request_body_bytes_in_flight_limit",
+        "gauge",
         "The bound on request body bytes in flight (--max-in-flight-bytes, in whole KiB).",
-        &[("", bytes.limit)],
+        [("", bytes.limit)],
     );
 }
 
-/// One gauge: its HELP and TYPE lines, then a sample for each set of labels (`""` for none).
-fn gauge<T: std::fmt::Display>(out: &mut String, name: &str, help: &str, samples: &[(&str, T)]) {
+/// One metric family of `kind` (`gauge`, `counter`): its HELP and TYPE lines, then a sample for
+/// each set of labels, written as the exposition spells them (`""` for none).
+fn family<L: Display, T: Display>(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    help: &str,
+    samples: impl IntoIterator<Item = (L, T)>,
+) {
     let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} gauge");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
     for (labels, value) in samples {
         let _ = writeln!(out, "{name}{labels} {value}");
     }
